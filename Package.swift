@@ -1,0 +1,138 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Every target is built in the Swift 6 language mode (complete strict concurrency) with
+/// `ExistentialAny`, so `any` is always spelled out.
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "courier",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "courier", targets: ["courier"]),
+        .library(name: "RetryClient", targets: ["RetryClient"]),
+        .library(name: "CourierCore", targets: ["CourierCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+    ],
+    targets: [
+        // The libpq headers; the only C in the package.
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        // A thin, safe layer over libpq: the only `import CLibPQ`.
+        .target(
+            name: "Postgres",
+            dependencies: ["CLibPQ"],
+            swiftSettings: strict
+        ),
+        // The retrying HTTP client: transport seam, interceptors, backoff, signing.
+        .target(
+            name: "RetryClient",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        // Job model, state machine, SQL statements, the store and the migrator.
+        .target(
+            name: "CourierCore",
+            dependencies: [
+                "Postgres",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            exclude: ["Migrations/README.md"],
+            resources: [
+                .embedInCode("Migrations/0001_init.sql"),
+            ],
+            swiftSettings: strict
+        ),
+        // Worker loops, claiming, leases, rescue, retention, shutdown, metrics.
+        .target(
+            name: "CourierWorker",
+            dependencies: [
+                "CourierCore",
+                "Postgres",
+                "RetryClient",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        // Commands, flags, environment, output formats and exit codes.
+        .target(
+            name: "CourierCLI",
+            dependencies: [
+                "CourierCore",
+                "CourierWorker",
+                "Postgres",
+                "RetryClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "courier",
+            dependencies: ["CourierCLI"],
+            swiftSettings: strict
+        ),
+        // Test helpers: throwaway databases, a loopback HTTP server, a stub transport.
+        .target(
+            name: "CourierTesting",
+            dependencies: [
+                "CourierCore",
+                "Postgres",
+                "RetryClient",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "PostgresTests",
+            dependencies: ["Postgres", "CourierTesting"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "RetryClientTests",
+            dependencies: ["RetryClient", "CourierTesting"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CourierCoreTests",
+            dependencies: ["CourierCore", "Postgres", "CourierTesting"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CourierWorkerTests",
+            dependencies: ["CourierWorker", "CourierCore", "Postgres", "RetryClient", "CourierTesting"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CourierCLITests",
+            dependencies: ["CourierCLI", "CourierCore", "Postgres", "CourierTesting"],
+            swiftSettings: strict
+        ),
+    ]
+)

@@ -1,0 +1,1 @@
+enum EmbeddedCheck { static let size = PackageResources._001_init_sql.count }
