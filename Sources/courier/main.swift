@@ -1,1 +1,3 @@
 import CourierCLI
+
+await CourierMain.main()

@@ -1,0 +1,97 @@
+import CLibPQ
+
+/// The rows of one executed statement. Owns its `PGresult` and frees it exactly once.
+///
+/// A result is immutable once received, so it may be read from any thread.
+public final class PostgresResult: @unchecked Sendable {
+    private let handle: OpaquePointer
+    /// Column names in order.
+    public let columns: [String]
+    /// Number of rows returned.
+    public let rowCount: Int
+
+    init(handle: OpaquePointer) {
+        self.handle = handle
+        let count = Int(PQnfields(handle))
+        columns = (0..<count).map { String(cString: PQfname(handle, Int32($0))) }
+        rowCount = Int(PQntuples(handle))
+    }
+
+    deinit { PQclear(handle) }
+
+    /// Rows affected by an INSERT/UPDATE/DELETE (the command tag's count), or 0.
+    public var affectedRows: Int {
+        guard let raw = PQcmdTuples(handle) else { return 0 }
+        return Int(String(cString: raw)) ?? 0
+    }
+
+    /// All rows, in order.
+    public var rows: [PostgresRow] { (0..<rowCount).map { PostgresRow(result: self, index: $0) } }
+
+    /// The row at `index`.
+    public subscript(index: Int) -> PostgresRow { PostgresRow(result: self, index: index) }
+
+    /// The index of the column named `name`.
+    public func columnIndex(_ name: String) -> Int? { columns.firstIndex(of: name) }
+
+    func isNull(row: Int, column: Int) -> Bool { PQgetisnull(handle, Int32(row), Int32(column)) == 1 }
+
+    func text(row: Int, column: Int) -> String? {
+        guard !isNull(row: row, column: column), let value = PQgetvalue(handle, Int32(row), Int32(column)) else {
+            return nil
+        }
+        return String(cString: value)
+    }
+}
+
+/// One row of a `PostgresResult`, read by column index or name with typed decoding.
+public struct PostgresRow: Sendable {
+    /// The result this row belongs to.
+    public let result: PostgresResult
+    /// The row's position in the result.
+    public let index: Int
+
+    /// True when the column is SQL NULL.
+    public func isNull(_ column: Int) -> Bool { result.isNull(row: index, column: column) }
+
+    /// Decodes a non-null column; throws on NULL or on a value that is not a `T`.
+    public func decode<T: PostgresDecodable>(_ column: Int, as type: T.Type = T.self) throws -> T {
+        guard column >= 0, column < result.columns.count else {
+            throw PostgresError(kind: .usage, message: "column \(column) out of range (\(result.columns.count) columns)")
+        }
+        guard let text = result.text(row: index, column: column) else {
+            throw PostgresError(
+                kind: .decoding, message: "column \"\(result.columns[column])\" is NULL where \(T.self) was expected")
+        }
+        guard let value = T.decode(postgresText: text) else {
+            throw PostgresError(
+                kind: .decoding,
+                message: "column \"\(result.columns[column])\" value \(text.prefix(60).debugDescription) is not a \(T.self)"
+            )
+        }
+        return value
+    }
+
+    /// Decodes a nullable column: nil for NULL; throws on a value that is not a `T`.
+    public func decode<T: PostgresDecodable>(_ column: Int, as type: T?.Type = T?.self) throws -> T? {
+        if isNull(column) { return nil }
+        return try decode(column, as: T.self)
+    }
+
+    /// Decodes a non-null column by name.
+    public func decode<T: PostgresDecodable>(_ name: String, as type: T.Type = T.self) throws -> T {
+        try decode(try column(named: name), as: T.self)
+    }
+
+    /// Decodes a nullable column by name.
+    public func decode<T: PostgresDecodable>(_ name: String, as type: T?.Type = T?.self) throws -> T? {
+        try decode(try column(named: name), as: T?.self)
+    }
+
+    private func column(named name: String) throws -> Int {
+        guard let column = result.columnIndex(name) else {
+            throw PostgresError(kind: .usage, message: "no column named \"\(name)\" in result")
+        }
+        return column
+    }
+}

@@ -1,0 +1,249 @@
+import Foundation
+
+/// One bound parameter as it travels to the server: SQL NULL, text, or raw bytes (bytea).
+public enum PostgresValue: Sendable, Equatable {
+    case null
+    case text(String)
+    case bytes([UInt8])
+}
+
+/// A Swift value that can be sent as a bound parameter.
+///
+/// Values are always bound (`PQexecParams`), never spliced into SQL text.
+public protocol PostgresEncodable: Sendable {
+    /// The parameter's wire form.
+    var postgresValue: PostgresValue { get }
+}
+
+/// A Swift value that can be read from a result column sent in PostgreSQL's text format.
+public protocol PostgresDecodable {
+    /// Decodes the column's text (never called for NULL).
+    static func decode(postgresText text: String) -> Self?
+}
+
+extension String: PostgresEncodable, PostgresDecodable {
+    public var postgresValue: PostgresValue { .text(self) }
+    public static func decode(postgresText text: String) -> String? { text }
+}
+
+extension Int: PostgresEncodable, PostgresDecodable {
+    public var postgresValue: PostgresValue { .text(String(self)) }
+    public static func decode(postgresText text: String) -> Int? { Int(text) }
+}
+
+extension Int64: PostgresEncodable, PostgresDecodable {
+    public var postgresValue: PostgresValue { .text(String(self)) }
+    public static func decode(postgresText text: String) -> Int64? { Int64(text) }
+}
+
+extension Int32: PostgresEncodable, PostgresDecodable {
+    public var postgresValue: PostgresValue { .text(String(self)) }
+    public static func decode(postgresText text: String) -> Int32? { Int32(text) }
+}
+
+extension Int16: PostgresEncodable, PostgresDecodable {
+    public var postgresValue: PostgresValue { .text(String(self)) }
+    public static func decode(postgresText text: String) -> Int16? { Int16(text) }
+}
+
+extension Bool: PostgresEncodable, PostgresDecodable {
+    public var postgresValue: PostgresValue { .text(self ? "t" : "f") }
+    public static func decode(postgresText text: String) -> Bool? {
+        switch text {
+        case "t", "true": return true
+        case "f", "false": return false
+        default: return nil
+        }
+    }
+}
+
+extension Double: PostgresEncodable, PostgresDecodable {
+    public var postgresValue: PostgresValue {
+        if isNaN { return .text("NaN") }
+        if isInfinite { return .text(self > 0 ? "Infinity" : "-Infinity") }
+        return .text(String(self))
+    }
+    public static func decode(postgresText text: String) -> Double? { Double(text) }
+}
+
+extension Array: PostgresEncodable where Element == UInt8 {
+    public var postgresValue: PostgresValue { .bytes(self) }
+}
+
+extension Array: PostgresDecodable where Element == UInt8 {
+    /// Decodes bytea's hex text form (`\x0a1b...`).
+    public static func decode(postgresText text: String) -> [UInt8]? { PostgresBytea.decodeHex(text) }
+}
+
+extension Data: PostgresEncodable, PostgresDecodable {
+    public var postgresValue: PostgresValue { .bytes([UInt8](self)) }
+    public static func decode(postgresText text: String) -> Data? { PostgresBytea.decodeHex(text).map { Data($0) } }
+}
+
+extension Date: PostgresEncodable, PostgresDecodable {
+    /// Sent as ISO 8601 in UTC with microseconds, which `timestamptz` parses exactly.
+    public var postgresValue: PostgresValue { .text(PostgresTimestamp.format(self)) }
+    public static func decode(postgresText text: String) -> Date? { PostgresTimestamp.parse(text) }
+}
+
+extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
+    public var postgresValue: PostgresValue {
+        switch self {
+        case .none: return .null
+        case .some(let value): return value.postgresValue
+        }
+    }
+}
+
+/// A JSON document, sent and read as text (`json`/`jsonb` columns).
+public struct PostgresJSON: PostgresEncodable, PostgresDecodable, Sendable, Equatable {
+    /// The JSON text.
+    public var text: String
+    /// Wraps JSON text; it is validated by the server.
+    public init(_ text: String) { self.text = text }
+    public var postgresValue: PostgresValue { .text(text) }
+    public static func decode(postgresText text: String) -> PostgresJSON? { PostgresJSON(text) }
+}
+
+/// bytea hex decoding.
+enum PostgresBytea {
+    static func decodeHex(_ text: String) -> [UInt8]? {
+        var utf8 = text.utf8[...]
+        guard utf8.count >= 2, utf8.removeFirst() == UInt8(ascii: "\\"), utf8.removeFirst() == UInt8(ascii: "x"),
+            utf8.count % 2 == 0
+        else { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(utf8.count / 2)
+        var high: UInt8? = nil
+        for char in utf8 {
+            guard let nibble = hexValue(char) else { return nil }
+            if let h = high {
+                out.append(h << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        return out
+    }
+
+    private static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
+
+/// Text forms of `timestamptz`. Connections set `DateStyle = ISO` and `TimeZone = UTC`, so the
+/// server sends `2026-11-22 20:30:00.123456+00`.
+public enum PostgresTimestamp {
+    /// Formats a date as `2026-11-22T20:30:00.123456Z`.
+    public static func format(_ date: Date) -> String {
+        let totalMicros = (date.timeIntervalSince1970 * 1_000_000).rounded()
+        var seconds = Int64((totalMicros / 1_000_000).rounded(.down))
+        var micros = Int64(totalMicros) - seconds * 1_000_000
+        if micros < 0 {
+            micros += 1_000_000
+            seconds -= 1
+        }
+        var days = seconds / 86_400
+        var secOfDay = seconds % 86_400
+        if secOfDay < 0 {
+            secOfDay += 86_400
+            days -= 1
+        }
+        let (y, m, d) = civil(fromDays: days)
+        func pad(_ v: Int64, _ n: Int) -> String {
+            let s = String(v)
+            return s.count >= n ? s : String(repeating: "0", count: n - s.count) + s
+        }
+        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secOfDay / 3600, 2)):\(pad(secOfDay / 60 % 60, 2)):"
+            + "\(pad(secOfDay % 60, 2)).\(pad(micros, 6))Z"
+    }
+
+    /// Parses the ISO text the server sends (`YYYY-MM-DD HH:MM:SS[.ffffff]+HH[:MM[:SS]]`).
+    public static func parse(_ text: String) -> Date? {
+        let b = Array(text.utf8)
+        var i = 0
+        func number(_ count: Int) -> Int64? {
+            guard i + count <= b.count else { return nil }
+            var v: Int64 = 0
+            for k in i..<(i + count) {
+                let c = b[k]
+                guard c >= 48, c <= 57 else { return nil }
+                v = v * 10 + Int64(c - 48)
+            }
+            i += count
+            return v
+        }
+        func expect(_ c: UInt8) -> Bool {
+            guard i < b.count, b[i] == c else { return false }
+            i += 1
+            return true
+        }
+        guard let year = number(4), expect(45), let month = number(2), expect(45), let day = number(2) else {
+            return nil
+        }
+        guard i < b.count, b[i] == 32 || b[i] == 84 else { return nil }
+        i += 1
+        guard let hour = number(2), expect(58), let minute = number(2), expect(58), let second = number(2) else {
+            return nil
+        }
+        var fraction = 0.0
+        if i < b.count, b[i] == 46 {
+            i += 1
+            var scale = 0.1
+            while i < b.count, b[i] >= 48, b[i] <= 57 {
+                fraction += Double(b[i] - 48) * scale
+                scale /= 10
+                i += 1
+            }
+        }
+        var offset: Int64 = 0
+        if i < b.count {
+            if b[i] == 90 {
+                i += 1
+            } else {
+                guard b[i] == 43 || b[i] == 45 else { return nil }
+                let sign: Int64 = b[i] == 45 ? -1 : 1
+                i += 1
+                guard let oh = number(2) else { return nil }
+                var om: Int64 = 0
+                var os: Int64 = 0
+                if expect(58) { om = number(2) ?? 0 }
+                if expect(58) { os = number(2) ?? 0 }
+                offset = sign * (oh * 3600 + om * 60 + os)
+            }
+        }
+        guard i == b.count else { return nil }
+        let days = days(fromCivil: year, month, day)
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset
+        return Date(timeIntervalSince1970: Double(seconds) + fraction)
+    }
+
+    // Howard Hinnant's civil-from-days algorithms (proleptic Gregorian calendar).
+    static func days(fromCivil y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
+        let y = m <= 2 ? y0 - 1 : y0
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
+        let z = z0 + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let y = yoe + era * 400
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (m <= 2 ? y + 1 : y, m, d)
+    }
+}

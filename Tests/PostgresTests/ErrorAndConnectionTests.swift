@@ -1,0 +1,139 @@
+import CourierTesting
+import Foundation
+import Postgres
+import XCTest
+
+final class ErrorAndConnectionTests: XCTestCase {
+    private var url: String!
+    private var connection: PostgresConnection!
+
+    override func setUpWithError() throws {
+        url = try TestDatabase.serverURL()
+        connection = try PostgresConnection(url)
+    }
+
+    override func tearDown() {
+        connection?.close()
+    }
+
+    func testUniqueViolationCarriesSQLState23505() throws {
+        try connection.simpleQuery("CREATE TEMP TABLE u (id int PRIMARY KEY)")
+        try connection.query("INSERT INTO u VALUES ($1)", [1])
+        XCTAssertThrowsError(try connection.query("INSERT INTO u VALUES ($1)", [1])) { error in
+            let pgError = error as? PostgresError
+            XCTAssertEqual(pgError?.sqlState, "23505")
+            XCTAssertEqual(pgError?.kind, .server)
+            XCTAssertNotNil(pgError?.detail)
+            XCTAssertFalse(pgError?.isConnectionError ?? true)
+        }
+    }
+
+    func testRaisedExceptionCarriesP0001WithDetailAndHint() throws {
+        let sql = "DO $$ BEGIN RAISE EXCEPTION 'boom' USING DETAIL = 'the detail', HINT = 'the hint'; END $$"
+        XCTAssertThrowsError(try connection.simpleQuery(sql)) { error in
+            let pgError = error as? PostgresError
+            XCTAssertEqual(pgError?.sqlState, "P0001")
+            XCTAssertEqual(pgError?.message, "boom")
+            XCTAssertEqual(pgError?.detail, "the detail")
+            XCTAssertEqual(pgError?.hint, "the hint")
+        }
+    }
+
+    func testSyntaxErrorCarriesSQLState42601() throws {
+        XCTAssertThrowsError(try connection.query("SELEC 1")) { error in
+            XCTAssertEqual((error as? PostgresError)?.sqlState, "42601")
+        }
+        // The connection is still usable after a statement error.
+        XCTAssertEqual(try connection.query("SELECT 1")[0].decode(0, as: Int.self), 1)
+    }
+
+    func testFailedConnectSaysWhyWithoutThePassword() throws {
+        let badURL = "postgresql://nobody:sup3rSecretPw@127.0.0.1:1/none?connect_timeout=2"
+        XCTAssertThrowsError(try PostgresConnection(badURL)) { error in
+            let text = "\(error)"
+            XCTAssertEqual((error as? PostgresError)?.kind, .connectionFailed)
+            XCTAssertTrue(text.contains("cannot connect to PostgreSQL"), text)
+            XCTAssertFalse(text.contains("sup3rSecretPw"), text)
+        }
+        XCTAssertEqual(
+            PostgresConnection.redacted("postgresql://u:sup3rSecretPw@h/db"), "postgresql://u:***@h/db")
+        XCTAssertEqual(PostgresConnection.redacted("host=h password=sup3rSecretPw"), "host=h password=***")
+    }
+
+    func testListenReceivesANotifyFromAnotherConnection() throws {
+        try connection.listen("courier_test_channel")
+        let sender = try PostgresConnection(url)
+        defer { sender.close() }
+        try sender.notify("courier_test_channel", payload: "hello")
+        let received = try connection.waitForNotifications(timeout: 5)
+        XCTAssertEqual(received.map(\.payload), ["hello"])
+        XCTAssertEqual(received.first?.channel, "courier_test_channel")
+        XCTAssertEqual(received.first?.senderPID, sender.backendPID)
+    }
+
+    func testWaitWithoutNotificationReturnsAfterItsTimeout() throws {
+        try connection.listen("courier_quiet_channel")
+        let start = Date()
+        let received = try connection.waitForNotifications(timeout: 0.3)
+        let elapsed = Date().timeIntervalSince(start)
+        XCTAssertTrue(received.isEmpty)
+        XCTAssertGreaterThanOrEqual(elapsed, 0.29)
+        XCTAssertLessThan(elapsed, 3)
+    }
+
+    func testTerminatedBackendIsDetectedAndReconnectRestoresListen() throws {
+        try connection.listen("courier_reconnect_channel")
+        let oldPID = connection.backendPID
+        let admin = try PostgresConnection(url)
+        defer { admin.close() }
+        try admin.query("SELECT pg_terminate_backend($1)", [Int(oldPID)])
+        XCTAssertThrowsError(try connection.query("SELECT 1")) { error in
+            XCTAssertTrue((error as? PostgresError)?.isConnectionError == true, "\(error)")
+        }
+        XCTAssertFalse(connection.isOpen)
+        try connection.reconnect()
+        XCTAssertNotEqual(connection.backendPID, oldPID)
+        XCTAssertEqual(try connection.query("SELECT 1")[0].decode(0, as: Int.self), 1)
+        try admin.notify("courier_reconnect_channel", payload: "again")
+        XCTAssertEqual(try connection.waitForNotifications(timeout: 5).map(\.payload), ["again"])
+    }
+
+    func testPoolReplacesAConnectionWhoseBackendWasTerminated() throws {
+        let pool = PostgresPool(conninfo: url, maximumConnections: 1)
+        defer { pool.close() }
+        let firstPID = try pool.withConnection { $0.backendPID }
+        let admin = try PostgresConnection(url)
+        defer { admin.close() }
+        try admin.query("SELECT pg_terminate_backend($1)", [Int(firstPID)])
+        XCTAssertThrowsError(try pool.withConnection { try $0.query("SELECT 1") }) { error in
+            XCTAssertTrue((error as? PostgresError)?.isConnectionError == true, "\(error)")
+        }
+        let secondPID = try pool.withConnection { conn -> Int32 in
+            XCTAssertEqual(try conn.query("SELECT 1")[0].decode(0, as: Int.self), 1)
+            return conn.backendPID
+        }
+        XCTAssertNotEqual(firstPID, secondPID)
+    }
+
+    func testPoolLendsEachConnectionToOneThreadAtATime() throws {
+        let pool = PostgresPool(conninfo: url, maximumConnections: 2)
+        defer { pool.close() }
+        let pids = LockedArray<Int32>()
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            let pid = try? pool.withConnection { conn -> Int32 in
+                _ = try conn.query("SELECT pg_sleep(0.02)")
+                return conn.backendPID
+            }
+            if let pid { pids.append(pid) }
+        }
+        XCTAssertEqual(pids.values.count, 8)
+        XCTAssertLessThanOrEqual(Set(pids.values).count, 2)
+    }
+}
+
+final class LockedArray<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [T] = []
+    func append(_ value: T) { lock.withLock { storage.append(value) } }
+    var values: [T] { lock.withLock { storage } }
+}

@@ -1,0 +1,131 @@
+import CourierTesting
+import Foundation
+import Postgres
+import XCTest
+
+final class ParameterRoundTripTests: XCTestCase {
+    private var connection: PostgresConnection!
+
+    override func setUpWithError() throws {
+        connection = try PostgresConnection(try TestDatabase.serverURL())
+    }
+
+    override func tearDown() {
+        connection?.close()
+    }
+
+    func testNullBindsAndDecodesAsNil() throws {
+        let row = try connection.query("SELECT $1::text, $2::bigint", [String?.none, Int?.none])[0]
+        XCTAssertNil(try row.decode(0, as: String?.self))
+        XCTAssertNil(try row.decode(1, as: Int?.self))
+        XCTAssertTrue(row.isNull(0))
+    }
+
+    func testNullWhereAValueIsExpectedThrowsADecodingError() throws {
+        let row = try connection.query("SELECT NULL::int AS missing")[0]
+        XCTAssertThrowsError(try row.decode(0, as: Int.self)) { error in
+            let pgError = error as? PostgresError
+            XCTAssertEqual(pgError?.kind, .decoding)
+            XCTAssertTrue(pgError?.message.contains("missing") == true, "\(error)")
+        }
+    }
+
+    func testTypeMismatchThrowsADecodingError() throws {
+        let row = try connection.query("SELECT 'hello'::text AS greeting")[0]
+        XCTAssertThrowsError(try row.decode("greeting", as: Int.self)) { error in
+            XCTAssertEqual((error as? PostgresError)?.kind, .decoding)
+        }
+    }
+
+    func testEmptyStringIsNotNull() throws {
+        let row = try connection.query("SELECT $1::text, $1::text IS NULL", [""])[0]
+        XCTAssertEqual(try row.decode(0, as: String.self), "")
+        XCTAssertEqual(try row.decode(1, as: Bool.self), false)
+    }
+
+    func testUnicodeRoundTrips() throws {
+        let text = "Grüße, 世界 🚀 \u{200B}é"
+        let row = try connection.query("SELECT $1::text, length($1::text)", [text])[0]
+        XCTAssertEqual(try row.decode(0, as: String.self), text)
+        XCTAssertEqual(try row.decode(1, as: Int.self), text.unicodeScalars.count)
+    }
+
+    func testByteaWithZeroBytesRoundTrips() throws {
+        let bytes: [UInt8] = [0, 1, 0, 255, 0, 10, 13, 0]
+        let row = try connection.query("SELECT $1::bytea, octet_length($1::bytea)", [bytes])[0]
+        XCTAssertEqual(try row.decode(0, as: [UInt8].self), bytes)
+        XCTAssertEqual(try row.decode(1, as: Int.self), bytes.count)
+        XCTAssertEqual(try row.decode(0, as: Data.self), Data(bytes))
+    }
+
+    func testOneMebibyteValuesRoundTrip() throws {
+        let text = String(repeating: "abcdefgh", count: 131_072)
+        let bytes = (0..<1_048_576).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let row = try connection.query("SELECT $1::text, $2::bytea", [text, bytes])[0]
+        XCTAssertEqual(try row.decode(0, as: String.self), text)
+        XCTAssertEqual(try row.decode(1, as: [UInt8].self), bytes)
+    }
+
+    func testTimestampsWithTimeZonesRoundTrip() throws {
+        let date = Date(timeIntervalSince1970: 1_795_000_000.123456)
+        let row = try connection.query(
+            "SELECT $1::timestamptz, '2026-11-22 12:00:00+05:30'::timestamptz, '1999-12-31 23:59:59.5-08'::timestamptz",
+            [date])[0]
+        XCTAssertEqual(try row.decode(0, as: Date.self).timeIntervalSince1970, date.timeIntervalSince1970, accuracy: 1e-6)
+        XCTAssertEqual(try row.decode(1, as: Date.self).timeIntervalSince1970, 1_795_329_000, accuracy: 1e-6)
+        XCTAssertEqual(try row.decode(2, as: Date.self).timeIntervalSince1970, 946_713_599.5, accuracy: 1e-6)
+    }
+
+    func testLargeAndSmallIntegersRoundTrip() throws {
+        let row = try connection.query(
+            "SELECT $1::bigint, $2::bigint, $3::int, $4::smallint, $5::bool, $6::float8",
+            [Int64.max, Int64.min, Int32.min, Int16.max, true, 0.1])[0]
+        XCTAssertEqual(try row.decode(0, as: Int64.self), Int64.max)
+        XCTAssertEqual(try row.decode(1, as: Int.self), Int.min)
+        XCTAssertEqual(try row.decode(2, as: Int32.self), Int32.min)
+        XCTAssertEqual(try row.decode(3, as: Int16.self), Int16.max)
+        XCTAssertEqual(try row.decode(4, as: Bool.self), true)
+        XCTAssertEqual(try row.decode(5, as: Double.self), 0.1)
+    }
+
+    func testJSONIsSentAndReadAsText() throws {
+        let row = try connection.query("SELECT $1::jsonb -> 'a'", [PostgresJSON(#"{"a": [1, "two"]}"#)])[0]
+        XCTAssertEqual(try row.decode(0, as: PostgresJSON.self), PostgresJSON(#"[1, "two"]"#))
+    }
+
+    func testPreparedStatementsRunWithNewParameters() throws {
+        try connection.prepare(name: "add", sql: "SELECT $1::int + $2::int")
+        XCTAssertEqual(try connection.queryPrepared(name: "add", [1, 2])[0].decode(0, as: Int.self), 3)
+        XCTAssertEqual(try connection.queryPrepared(name: "add", [40, 2])[0].decode(0, as: Int.self), 42)
+        XCTAssertEqual(try connection.queryCached("SELECT $1::int * 2", [21])[0].decode(0, as: Int.self), 42)
+        XCTAssertEqual(try connection.queryCached("SELECT $1::int * 2", [5])[0].decode(0, as: Int.self), 10)
+    }
+
+    func testTransactionCommitsOnReturnAndRollsBackOnThrow() throws {
+        try connection.simpleQuery("CREATE TEMP TABLE t (v int)")
+        try connection.transaction { try $0.query("INSERT INTO t VALUES ($1)", [1]) }
+        struct Boom: Error {}
+        XCTAssertThrowsError(
+            try connection.transaction { conn in
+                try conn.query("INSERT INTO t VALUES ($1)", [2])
+                throw Boom()
+            })
+        let values = try connection.query("SELECT v FROM t ORDER BY v").rows.map { try $0.decode(0, as: Int.self) }
+        XCTAssertEqual(values, [1])
+    }
+
+    func testCopyInLoadsRows() throws {
+        try connection.simpleQuery("CREATE TEMP TABLE c (a int, b text)")
+        let chunks: [[UInt8]] = [Array("1\tone\n2\t".utf8), Array("two\n3\t\\N\n".utf8)]
+        XCTAssertEqual(try connection.copyIn("COPY c (a, b) FROM STDIN", chunks: chunks), 3)
+        XCTAssertEqual(try connection.query("SELECT count(*), count(b) FROM c")[0].decode(1, as: Int.self), 2)
+    }
+
+    func testTimestampFormatterAndParserAgree() {
+        for seconds in [0.0, -1.5, 1_000_000_000.000001, 4_102_444_800.999999, -2_208_988_800] {
+            let date = Date(timeIntervalSince1970: seconds)
+            let parsed = PostgresTimestamp.parse(PostgresTimestamp.format(date).replacingOccurrences(of: "T", with: " "))
+            XCTAssertEqual(parsed?.timeIntervalSince1970 ?? .nan, seconds, accuracy: 1e-6, "\(seconds)")
+        }
+    }
+}
