@@ -1,0 +1,87 @@
+import Foundation
+
+/// A job as a worker holds it after claiming: everything needed to send it and to record the
+/// outcome, and nothing else.
+public struct ClaimedJob: Sendable, Equatable {
+    /// Job id.
+    public var id: Int64
+    /// Queue name.
+    public var queue: String
+    /// HTTP method.
+    public var method: String
+    /// Target URL.
+    public var url: String
+    /// Request headers in the order stored.
+    public var headers: [(String, String)]
+    /// Request body, if any.
+    public var body: [UInt8]?
+    /// This attempt's number (1 for the first).
+    public var attempt: Int
+    /// Attempts allowed.
+    public var maxAttempts: Int
+    /// The effective schedule (the job's, else the queue's, else the default).
+    public var schedule: RetrySchedule
+    /// The queue's Standard Webhooks secret, when requests of this queue are signed.
+    public var signingSecret: String?
+    /// The queue's per-process in-flight cap, if set.
+    public var queueMaxInFlight: Int?
+
+    /// Creates a claimed job.
+    public init(
+        id: Int64, queue: String, method: String, url: String, headers: [(String, String)], body: [UInt8]?,
+        attempt: Int, maxAttempts: Int, schedule: RetrySchedule, signingSecret: String?, queueMaxInFlight: Int?
+    ) {
+        self.id = id
+        self.queue = queue
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.attempt = attempt
+        self.maxAttempts = maxAttempts
+        self.schedule = schedule
+        self.signingSecret = signingSecret
+        self.queueMaxInFlight = queueMaxInFlight
+    }
+
+    /// The destination host (lower case), used for the per-host in-flight cap.
+    public var host: String {
+        URLComponents(string: url)?.host?.lowercased() ?? ""
+    }
+
+    public static func == (lhs: ClaimedJob, rhs: ClaimedJob) -> Bool {
+        lhs.id == rhs.id && lhs.attempt == rhs.attempt
+    }
+}
+
+/// One finished attempt, ready to be written: the outcome row and the job's transition.
+public struct AttemptRecord: Sendable {
+    /// Job id.
+    public var jobID: Int64
+    /// The attempt number the job had when claimed (guards the update).
+    public var attempt: Int
+    /// What the job becomes.
+    public var transition: JobTransition
+    /// The delivery result.
+    public var result: DeliveryResult
+    /// When the request started.
+    public var startedAt: Date
+    /// When the outcome was known.
+    public var finishedAt: Date
+    /// At most 20,000 bytes of the response body, as text.
+    public var responseExcerpt: String?
+
+    /// Creates a record.
+    public init(
+        jobID: Int64, attempt: Int, transition: JobTransition, result: DeliveryResult, startedAt: Date,
+        finishedAt: Date, responseExcerpt: String?
+    ) {
+        self.jobID = jobID
+        self.attempt = attempt
+        self.transition = transition
+        self.result = result
+        self.startedAt = startedAt
+        self.finishedAt = finishedAt
+        self.responseExcerpt = responseExcerpt
+    }
+}

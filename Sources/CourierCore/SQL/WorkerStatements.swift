@@ -1,0 +1,144 @@
+/// The statements of the worker's hot path and of maintenance. Each is one round trip for a
+/// whole batch; every state change is guarded by the state (and attempt, and lease holder) it
+/// expects, so a late writer can never overwrite a newer outcome.
+///
+/// Times come from the server's clock (`now()`), shared by every worker host; tests move jobs
+/// in time by editing `run_at` / `locked_until` instead.
+public enum WorkerStatements {
+    /// Claims up to `$3` due jobs for worker `$2`, in `priority, run_at, id` order.
+    ///
+    /// The candidates are chosen in a CTE with `FOR UPDATE SKIP LOCKED`, so concurrent claimers
+    /// skip each other's rows instead of waiting, and PostgreSQL cannot turn the LIMIT into a
+    /// plan that locks more rows than asked for. The CTE walks `jobs_due_idx` (partial on
+    /// pending/retrying, ordered like the claim). Paused queues are excluded; `$1` (NULL = all)
+    /// restricts the queues. Sets the lease (`$4` ms) and counts the attempt.
+    ///
+    /// Returns what the delivery needs: the request, the effective retry schedule in seconds
+    /// (job's, else queue's, NULL for the default) and the queue's signing secret and cap.
+    public static let claimBatch = """
+        WITH due AS (
+            SELECT j.id
+            FROM courier.jobs j
+            WHERE j.state IN ('pending', 'retrying')
+              AND j.run_at <= now()
+              AND ($1::text[] IS NULL OR j.queue = ANY ($1::text[]))
+              AND NOT EXISTS (SELECT 1 FROM courier.queues q WHERE q.name = j.queue AND q.paused)
+            ORDER BY j.priority, j.run_at, j.id
+            LIMIT $3
+            FOR UPDATE SKIP LOCKED
+        )
+        UPDATE courier.jobs j
+        SET state = 'running', attempt = j.attempt + 1, locked_by = $2,
+            locked_until = now() + $4::bigint * interval '1 millisecond', updated_at = now()
+        FROM due
+        WHERE j.id = due.id
+        RETURNING j.id, j.queue, j.method, j.url, j.headers::text, j.body, j.attempt, j.max_attempts,
+            (SELECT array_agg(extract(epoch FROM s.delay)::float8 ORDER BY s.n)
+             FROM unnest(coalesce(j.retry_schedule,
+                                  (SELECT q.retry_schedule FROM courier.queues q WHERE q.name = j.queue)))
+                  WITH ORDINALITY AS s(delay, n)) AS schedule_seconds,
+            (SELECT q.signing_secret FROM courier.queues q WHERE q.name = j.queue) AS signing_secret,
+            (SELECT q.max_in_flight FROM courier.queues q WHERE q.name = j.queue) AS max_in_flight
+        """
+
+    /// Records a batch of outcomes in one round trip: moves each job out of `running` and
+    /// writes one `courier.attempts` row per attempt.
+    ///
+    /// Parameters are parallel arrays (one element per attempt): `$1` ids, `$2` attempts,
+    /// `$3` target states, `$4` retry delays in ms (NULL unless retrying), `$5` statuses,
+    /// `$6` errors, `$7` started_at, `$8` finished_at, `$9` excerpts; `$10` the worker id.
+    /// The job update is guarded by `state = 'running' AND attempt AND locked_by`, so an
+    /// outcome that arrives after a rescue changes nothing; its attempt row is still kept as
+    /// history while the job exists. Returns the ids whose state changed.
+    public static let completeBatch = """
+        WITH outcome AS (
+            SELECT * FROM unnest($1::bigint[], $2::int[], $3::courier.job_state[], $4::float8[], $5::int[],
+                                 $6::text[], $7::timestamptz[], $8::timestamptz[], $9::text[])
+                AS o(id, attempt, state, delay_ms, status, error, started_at, finished_at, excerpt)
+        ),
+        updated AS (
+            UPDATE courier.jobs j
+            SET state = o.state,
+                run_at = CASE WHEN o.state = 'retrying'
+                              THEN now() + o.delay_ms * interval '1 millisecond' ELSE j.run_at END,
+                finished_at = CASE WHEN o.state IN ('succeeded', 'dead') THEN now() END,
+                locked_by = NULL, locked_until = NULL, updated_at = now(),
+                last_status = o.status, last_error = o.error
+            FROM outcome o
+            WHERE j.id = o.id AND j.state = 'running' AND j.attempt = o.attempt AND j.locked_by = $10
+            RETURNING j.id
+        ),
+        recorded AS (
+            INSERT INTO courier.attempts (job_id, attempt, started_at, finished_at, duration_ms, status, error,
+                                          response_excerpt, worker)
+            SELECT o.id, o.attempt, o.started_at, o.finished_at,
+                   extract(epoch FROM o.finished_at - o.started_at) * 1000, o.status, o.error, o.excerpt, $10
+            FROM outcome o
+            WHERE EXISTS (SELECT 1 FROM courier.jobs j WHERE j.id = o.id)
+        )
+        SELECT id FROM updated
+        """
+
+    /// Extends the leases of jobs worker `$2` still holds (`$1` ids) by `$3` ms: the heartbeat.
+    /// Returns the ids still held; a missing id was rescued meanwhile.
+    public static let heartbeat = """
+        UPDATE courier.jobs
+        SET locked_until = now() + $3::bigint * interval '1 millisecond'
+        WHERE id = ANY ($1::bigint[]) AND state = 'running' AND locked_by = $2
+        RETURNING id
+        """
+
+    /// Gives claimed jobs back without an attempt having happened (`$1` ids, `$2` attempts,
+    /// worker `$3`): at shutdown, or when a job's destination is at its in-flight cap. The
+    /// attempt is uncounted and the job is due again after `$4` ms.
+    public static let release = """
+        UPDATE courier.jobs j
+        SET state = CASE WHEN j.attempt > 1 THEN 'retrying'::courier.job_state ELSE 'pending' END,
+            attempt = j.attempt - 1, locked_by = NULL, locked_until = NULL,
+            run_at = now() + $4::bigint * interval '1 millisecond', updated_at = now()
+        FROM unnest($1::bigint[], $2::int[]) AS r(id, attempt)
+        WHERE j.id = r.id AND j.state = 'running' AND j.attempt = r.attempt AND j.locked_by = $3
+        RETURNING j.id
+        """
+
+    /// Takes the maintenance lock for this transaction if no other worker has it.
+    public static let tryMaintenanceLock = "SELECT pg_try_advisory_xact_lock(7236833176593199461)"
+
+    /// Returns up to `$1` running jobs whose lease expired (their worker died or stalled) to
+    /// `retrying`, due at once, or to `dead` when their attempts are exhausted. Walks
+    /// `jobs_lease_idx`; SKIP LOCKED so it never waits on a worker's completion.
+    public static let rescueExpired = """
+        WITH expired AS (
+            SELECT id FROM courier.jobs
+            WHERE state = 'running' AND locked_until < now()
+            ORDER BY locked_until
+            LIMIT $1
+            FOR UPDATE SKIP LOCKED
+        )
+        UPDATE courier.jobs j
+        SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'dead'::courier.job_state ELSE 'retrying' END,
+            finished_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
+            last_error = 'lease expired: worker ' || coalesce(j.locked_by, '?') || ' stopped before recording attempt '
+                         || j.attempt,
+            locked_by = NULL, locked_until = NULL, run_at = now(), updated_at = now()
+        FROM expired
+        WHERE j.id = expired.id AND j.state = 'running'
+        RETURNING j.id, j.state::text
+        """
+
+    /// Deletes up to `$2` succeeded jobs that finished more than `$1` seconds ago (their attempt
+    /// rows go by cascade). Small batches keep each transaction short; walks `jobs_finished_idx`.
+    public static let deleteExpiredSucceeded = """
+        DELETE FROM courier.jobs
+        WHERE id IN (
+            SELECT id FROM courier.jobs
+            WHERE finished_at < now() - $1::float8 * interval '1 second' AND state = 'succeeded'
+            ORDER BY finished_at
+            LIMIT $2
+            FOR UPDATE SKIP LOCKED
+        )
+        """
+
+    /// The notification channel the insert trigger and requeue statements notify on.
+    public static let wakeChannel = "courier_jobs"
+}

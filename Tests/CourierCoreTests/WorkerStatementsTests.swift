@@ -1,0 +1,186 @@
+import CourierCore
+import CourierTesting
+import Foundation
+import Postgres
+import XCTest
+
+final class WorkerStatementsTests: XCTestCase {
+    private var connection: PostgresConnection!
+    private var queue: String!
+
+    override func setUpWithError() throws {
+        connection = try PostgresConnection(try TestDatabase.shared(label: "workerstatements"))
+        queue = "q\(UInt32.random(in: 0...UInt32.max))"
+    }
+
+    override func tearDown() {
+        connection?.close()
+    }
+
+    func testEveryWorkerStatementPrepares() throws {
+        let statements = [
+            WorkerStatements.claimBatch, WorkerStatements.completeBatch, WorkerStatements.heartbeat,
+            WorkerStatements.release, WorkerStatements.tryMaintenanceLock, WorkerStatements.rescueExpired,
+            WorkerStatements.deleteExpiredSucceeded,
+        ]
+        for (index, sql) in statements.enumerated() {
+            XCTAssertNoThrow(try connection.prepare(name: "check_\(index)", sql: sql), sql)
+        }
+    }
+
+    private func enqueue(_ count: Int, priority: Int = 0, maxAttempts: Int = 3) throws -> [Int64] {
+        try (0..<count).map { i in
+            try connection.query(
+                "SELECT courier.enqueue(url => $1, payload => '{}', queue => $2, priority => $3, max_attempts => $4)",
+                ["http://127.0.0.1:9/\(i)", queue, priority, maxAttempts])[0].decode(0, as: Int64.self)
+        }
+    }
+
+    private func state(_ id: Int64) throws -> String {
+        try connection.query("SELECT state::text FROM courier.jobs WHERE id = $1", [id])[0].decode(0)
+    }
+
+    func testClaimTakesDueJobsInPriorityOrderAndSetsTheLease() throws {
+        let low = try enqueue(2, priority: 5)
+        let high = try enqueue(1, priority: -1)
+        let store = JobStore(connection: connection, workerID: "w1")
+        let claimed = try store.claim(queues: [queue], limit: 2, leaseMilliseconds: 30_000)
+        XCTAssertEqual(claimed.map(\.id), [high[0], low[0]])
+        XCTAssertEqual(claimed.map(\.attempt), [1, 1])
+        XCTAssertEqual(claimed[0].schedule, .standardWebhooks)
+        XCTAssertEqual(claimed[0].headers.map(\.0), ["Content-Type"])
+        let row = try connection.query(
+            "SELECT state::text, locked_by, locked_until > now() + interval '25 seconds' FROM courier.jobs WHERE id = $1",
+            [high[0]])[0]
+        XCTAssertEqual(try row.decode(0, as: String.self), "running")
+        XCTAssertEqual(try row.decode(1, as: String.self), "w1")
+        XCTAssertEqual(try row.decode(2, as: Bool.self), true)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 30_000).map(\.id), [low[1]])
+    }
+
+    func testClaimSkipsPausedQueuesAndFutureJobs() throws {
+        _ = try enqueue(1)
+        try connection.query("INSERT INTO courier.queues (name, paused) VALUES ($1, true)", [queue])
+        let store = JobStore(connection: connection, workerID: "w1")
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 1000).count, 0)
+        try connection.query("UPDATE courier.queues SET paused = false, retry_schedule = '{1s,2s}' WHERE name = $1", [queue])
+        try connection.query("UPDATE courier.jobs SET run_at = now() + interval '1 hour' WHERE queue = $1", [queue])
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 1000).count, 0)
+        try connection.query("UPDATE courier.jobs SET run_at = now() WHERE queue = $1", [queue])
+        let claimed = try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 1000)
+        XCTAssertEqual(claimed.first?.schedule.delays, [1, 2])
+    }
+
+    func testCompleteRecordsOutcomesAndAttemptRowsInOneBatch() throws {
+        let ids = try enqueue(3)
+        let store = JobStore(connection: connection, workerID: "w1")
+        let claimed = try store.claim(queues: [queue], limit: 3, leaseMilliseconds: 30_000)
+        let now = Date()
+        let results: [DeliveryResult] = [
+            .delivered(status: 200), .retryable(status: 503, error: "HTTP 503", retryAfter: nil),
+            .permanent(status: 400, error: "HTTP 400"),
+        ]
+        let records = zip(claimed, results).map { job, result in
+            AttemptRecord(
+                jobID: job.id, attempt: job.attempt,
+                transition: JobTransition.decide(result: result, attempt: job.attempt, maxAttempts: job.maxAttempts,
+                                                 schedule: RetrySchedule(delays: [60]), random: 0.5),
+                result: result, startedAt: now, finishedAt: now.addingTimeInterval(0.012), responseExcerpt: "ok")
+        }
+        XCTAssertEqual(try store.complete(records), Set(ids))
+        XCTAssertEqual(try ids.map(state), ["succeeded", "retrying", "dead"])
+        let retry = try connection.query(
+            "SELECT run_at > now() + interval '50 seconds', last_status, last_error, finished_at IS NULL FROM courier.jobs WHERE id = $1",
+            [ids[1]])[0]
+        XCTAssertEqual(try retry.decode(0, as: Bool.self), true)
+        XCTAssertEqual(try retry.decode(1, as: Int.self), 503)
+        XCTAssertEqual(try retry.decode(2, as: String.self), "HTTP 503")
+        XCTAssertEqual(try retry.decode(3, as: Bool.self), true)
+        let attempts = try connection.query(
+            "SELECT job_id, attempt, status, round(duration_ms)::int, worker FROM courier.attempts WHERE job_id = ANY($1::bigint[]) ORDER BY job_id",
+            [PostgresArray(ids)]).rows
+        XCTAssertEqual(attempts.count, 3)
+        XCTAssertEqual(try attempts[0].decode(3, as: Int.self), 12)
+        XCTAssertEqual(try attempts[2].decode(4, as: String.self), "w1")
+    }
+
+    func testLateOutcomeAfterRescueChangesNothing() throws {
+        let ids = try enqueue(1)
+        let store = JobStore(connection: connection, workerID: "slow-worker")
+        let claimed = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 30_000)
+        try connection.query("UPDATE courier.jobs SET locked_until = now() - interval '1 second' WHERE id = $1", [ids[0]])
+        let report = try XCTUnwrap(try store.maintain(retentionSeconds: 7 * 86_400))
+        XCTAssertGreaterThanOrEqual(report.rescuedToRetrying, 1)
+        XCTAssertEqual(try state(ids[0]), "retrying")
+        // Another worker claims it (attempt 2) and succeeds.
+        let other = JobStore(connection: connection, workerID: "fast-worker")
+        let again = try other.claim(queues: [queue], limit: 1, leaseMilliseconds: 30_000)
+        XCTAssertEqual(again.first?.attempt, 2)
+        let now = Date()
+        try other.complete([
+            AttemptRecord(jobID: ids[0], attempt: 2, transition: .succeed, result: .delivered(status: 200),
+                          startedAt: now, finishedAt: now, responseExcerpt: nil)
+        ])
+        // The first worker's late failure must not overwrite the success.
+        let late = try store.complete([
+            AttemptRecord(jobID: ids[0], attempt: claimed[0].attempt, transition: .dead(reason: "late"),
+                          result: .permanent(status: 400, error: "late"), startedAt: now, finishedAt: now,
+                          responseExcerpt: nil)
+        ])
+        XCTAssertEqual(late, [])
+        XCTAssertEqual(try state(ids[0]), "succeeded")
+    }
+
+    func testHeartbeatExtendsOnlyLeasesStillHeld() throws {
+        let ids = try enqueue(2)
+        let store = JobStore(connection: connection, workerID: "w1")
+        _ = try store.claim(queues: [queue], limit: 2, leaseMilliseconds: 1000)
+        try connection.query("UPDATE courier.jobs SET locked_by = 'someone-else' WHERE id = $1", [ids[1]])
+        XCTAssertEqual(try store.heartbeat(ids, leaseMilliseconds: 60_000), [ids[0]])
+        XCTAssertEqual(
+            try connection.query("SELECT locked_until > now() + interval '50 seconds' FROM courier.jobs WHERE id = $1", [ids[0]])[0]
+                .decode(0, as: Bool.self), true)
+    }
+
+    func testReleaseUncountsTheAttempt() throws {
+        let ids = try enqueue(1)
+        let store = JobStore(connection: connection, workerID: "w1")
+        let claimed = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 1000)
+        XCTAssertEqual(try store.release(claimed.map { ($0.id, $0.attempt) }, delayMilliseconds: 0), 1)
+        let row = try connection.query("SELECT state::text, attempt, locked_by FROM courier.jobs WHERE id = $1", [ids[0]])[0]
+        XCTAssertEqual(try row.decode(0, as: String.self), "pending")
+        XCTAssertEqual(try row.decode(1, as: Int.self), 0)
+        XCTAssertNil(try row.decode(2, as: String?.self))
+    }
+
+    func testRescueOfExhaustedJobGoesDead() throws {
+        let ids = try enqueue(1, maxAttempts: 1)
+        let store = JobStore(connection: connection, workerID: "w1")
+        _ = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 1000)
+        try connection.query("UPDATE courier.jobs SET locked_until = now() - interval '1 second' WHERE id = $1", [ids[0]])
+        _ = try store.maintain(retentionSeconds: 86_400)
+        let row = try connection.query("SELECT state::text, last_error FROM courier.jobs WHERE id = $1", [ids[0]])[0]
+        XCTAssertEqual(try row.decode(0, as: String.self), "dead")
+        XCTAssertTrue(try row.decode(1, as: String.self).contains("lease expired"))
+    }
+
+    func testRetentionDeletesOldSucceededJobsWithTheirAttempts() throws {
+        let ids = try enqueue(1)
+        let store = JobStore(connection: connection, workerID: "w1")
+        let claimed = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 1000)
+        try store.complete([
+            AttemptRecord(jobID: ids[0], attempt: claimed[0].attempt, transition: .succeed, result: .delivered(status: 200),
+                          startedAt: Date(), finishedAt: Date(), responseExcerpt: nil)
+        ])
+        try connection.query("UPDATE courier.jobs SET finished_at = now() - interval '8 days' WHERE id = $1", [ids[0]])
+        let report = try XCTUnwrap(try store.maintain(retentionSeconds: 7 * 86_400))
+        XCTAssertGreaterThanOrEqual(report.deletedSucceeded, 1)
+        XCTAssertEqual(try connection.query("SELECT count(*) FROM courier.attempts WHERE job_id = $1", [ids[0]])[0].decode(0, as: Int.self), 0)
+    }
+
+    func testArrayParametersRoundTripQuotesAndNulls() throws {
+        let values: [String?] = ["a\"b", "c\\d", nil, "", "x,y", "{z}"]
+        let text: String = try connection.query("SELECT $1::text[]::text", [PostgresArray(values)])[0].decode(0)
+        XCTAssertEqual(PostgresArray.parse(text), values)
+    }
+}
