@@ -1,0 +1,69 @@
+import Foundation
+
+/// How a worker process runs. Every field has a default; only the database URL is required.
+public struct WorkerConfiguration: Sendable {
+    /// Written to `locked_by` and `courier.attempts.worker` (default `hostname:pid`).
+    public var workerID: String
+    /// Queues to work; nil for all (default nil).
+    public var queues: [String]?
+    /// Deliveries in flight at once across the process (default 100).
+    public var concurrency: Int
+    /// Claim loops, each with its own connection (default 2).
+    public var loops: Int
+    /// The most jobs one claim takes (default 100).
+    public var batchSize: Int
+    /// Seconds between claims when no notification arrives: the fallback for lost
+    /// notifications and for retries whose `run_at` arrives (default 1).
+    public var pollInterval: Double
+    /// Seconds a lease lasts without a heartbeat (default 60).
+    public var leaseDuration: Double
+    /// Seconds between heartbeats that extend the leases of running jobs (default 15).
+    public var heartbeatInterval: Double
+    /// Deliveries in flight to one destination host at once (default 32), so one slow
+    /// endpoint cannot hold every slot.
+    public var perHostLimit: Int
+    /// Seconds a job whose host (or queue) is at its cap waits before it is due again (default 0.25).
+    public var capDeferral: Double
+    /// Seconds between maintenance passes: rescue of expired leases and retention (default 5).
+    public var maintenanceInterval: Double
+    /// Age in seconds after which succeeded jobs are deleted (default 7 days).
+    public var retention: Double
+    /// Seconds in-flight deliveries get to finish after a stop is asked (default 25).
+    public var gracePeriod: Double
+
+    /// Creates a configuration with the defaults above.
+    public init(
+        workerID: String = WorkerConfiguration.defaultWorkerID(),
+        queues: [String]? = nil,
+        concurrency: Int = 100,
+        loops: Int = 2,
+        batchSize: Int = 100,
+        pollInterval: Double = 1,
+        leaseDuration: Double = 60,
+        heartbeatInterval: Double = 15,
+        perHostLimit: Int = 32,
+        capDeferral: Double = 0.25,
+        maintenanceInterval: Double = 5,
+        retention: Double = 7 * 86_400,
+        gracePeriod: Double = 25
+    ) {
+        self.workerID = workerID
+        self.queues = queues
+        self.concurrency = max(1, concurrency)
+        self.loops = max(1, loops)
+        self.batchSize = max(1, batchSize)
+        self.pollInterval = pollInterval
+        self.leaseDuration = leaseDuration
+        self.heartbeatInterval = heartbeatInterval
+        self.perHostLimit = max(1, perHostLimit)
+        self.capDeferral = capDeferral
+        self.maintenanceInterval = maintenanceInterval
+        self.retention = retention
+        self.gracePeriod = gracePeriod
+    }
+
+    /// `hostname:pid`.
+    public static func defaultWorkerID() -> String {
+        "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
+    }
+}
