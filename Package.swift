@@ -69,9 +69,21 @@ let package = Package(
                 "CourierCore",
                 "Postgres",
                 "RetryClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        // A small loopback HTTP server: the sink of `courier demo` and `courier bench`, and
+        // the server of the integration tests.
+        .target(
+            name: "CourierSink",
+            dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -84,10 +96,13 @@ let package = Package(
             dependencies: [
                 "CourierCore",
                 "CourierWorker",
+                "CourierSink",
                 "Postgres",
                 "RetryClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict
         ),
@@ -101,6 +116,7 @@ let package = Package(
             name: "CourierTesting",
             dependencies: [
                 "CourierCore",
+                "CourierSink",
                 "Postgres",
                 "RetryClient",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -126,7 +142,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CourierWorkerTests",
-            dependencies: ["CourierWorker", "CourierCore", "Postgres", "RetryClient", "CourierTesting"],
+            dependencies: [
+                "CourierWorker", "CourierCore", "CourierSink", "Postgres", "RetryClient", "CourierTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

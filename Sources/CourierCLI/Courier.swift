@@ -14,7 +14,7 @@ public struct Courier: AsyncParsableCommand {
               courier enqueue --url https://example.com/hook --data '{"event":"paid"}'
               courier worker --concurrency 64
             """,
-        subcommands: [MigrateCommand.self]
+        subcommands: [MigrateCommand.self, WorkerCommand.self, DemoCommand.self]
     )
 
     public init() {}

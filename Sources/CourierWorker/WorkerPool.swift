@@ -61,7 +61,14 @@ public final class WorkerPool: @unchecked Sendable {
     }
 
     private func spawn(name: String, _ body: @escaping @Sendable () -> Void) {
-        let thread = Thread { body() }
+        stopCondition.withLock { helpersRunning += 1 }
+        let thread = Thread { [self] in
+            body()
+            stopCondition.withLock {
+                helpersRunning -= 1
+                stopCondition.broadcast()
+            }
+        }
         thread.name = name
         thread.stackSize = 1 << 20
         helpers.append(thread)
@@ -80,6 +87,9 @@ public final class WorkerPool: @unchecked Sendable {
         }
         loops.forEach { $0.stop() }
         loops.forEach { $0.waitUntilDone() }
+        stopCondition.withLock {
+            while helpersRunning > 0 { stopCondition.wait() }
+        }
         logger.info("worker stopped", metadata: ["worker.id": "\(configuration.workerID)"])
     }
 

@@ -59,6 +59,8 @@ public final class PostgresConnection: @unchecked Sendable {
         guard let conn else {
             throw PostgresError(kind: .connectionFailed, message: "could not allocate a libpq connection")
         }
+        // Server notices (NOTICE, WARNING) are not errors; libpq would print them to stderr.
+        PQsetNoticeProcessor(conn, { _, _ in }, nil)
         guard PQstatus(conn) == CONNECTION_OK else {
             let reason = PostgresError.connectionMessage(conn) ?? "unknown reason"
             PQfinish(conn)

@@ -31,11 +31,10 @@ public enum CourierMain {
             return CourierExitCode.usage.rawValue
         }
         do {
-            var command = command
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
-                try command.run()
+                try await runOnOwnThread(command)
             }
             return 0
         } catch let error as CLIError {
@@ -52,7 +51,45 @@ public enum CourierMain {
         }
     }
 
+    /// Runs a synchronous command on a thread of its own: commands such as `worker` block for
+    /// their whole life, and must not hold one of the few threads Swift's async tasks run on.
+    static func runOnOwnThread(_ command: any ParsableCommand) async throws {
+        let box = UncheckedBox(command)
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let thread = Thread {
+                do {
+                    var command = box.value
+                    try command.run()
+                    continuation.resume()
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+            thread.stackSize = 8 << 20
+            thread.start()
+        }
+    }
+
     static func printError(_ line: String) {
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
+}
+
+
+/// Carries a non-Sendable value to the one thread that will use it.
+final class UncheckedBox<T>: @unchecked Sendable {
+    var value: T
+    init(_ value: T) { self.value = value }
+}
+
+/// Waits on the current (non-async) thread for an async operation.
+func blockingAwait<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
+    let semaphore = DispatchSemaphore(value: 0)
+    let result = UncheckedBox<Result<T, any Error>?>(nil)
+    Task {
+        do { result.value = .success(try await operation()) } catch { result.value = .failure(error) }
+        semaphore.signal()
+    }
+    semaphore.wait()
+    return try result.value!.get()
 }

@@ -1,0 +1,137 @@
+import ArgumentParser
+import CourierCore
+import CourierWorker
+import Foundation
+import Logging
+import Postgres
+
+/// `courier worker`: runs the worker pool until SIGTERM/SIGINT.
+struct WorkerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "worker",
+        abstract: "Claim due jobs and deliver them, until SIGTERM or SIGINT.",
+        discussion: """
+            Every flag can also come from the environment (COURIER_<FLAG>, e.g. COURIER_CONCURRENCY=200),
+            which is how deploy/courier-worker.service configures it; a flag wins over the environment.
+            Runs under systemd with Type=notify (READY=1, WATCHDOG=1, STOPPING=1).
+
+            Examples:
+              courier worker
+              courier worker --queues billing,emails --concurrency 200 --metrics-port 9464
+            """
+    )
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(help: "Comma-separated queues to work (default: all).")
+    var queues: String?
+
+    @Option(help: "Deliveries in flight at once in this process (default 100).")
+    var concurrency: Int?
+
+    @Option(help: "Claim loops, each with its own database connection (default 2).")
+    var loops: Int?
+
+    @Option(name: .customLong("batch-size"), help: "The most jobs one claim takes (default 100).")
+    var batchSize: Int?
+
+    @Option(name: .customLong("per-host-limit"), help: "Deliveries in flight to one host at once (default 32).")
+    var perHostLimit: Int?
+
+    @Option(name: .customLong("poll-interval"), help: "Claim at least this often without a notification (default 1s).")
+    var pollInterval: String?
+
+    @Option(help: "Lease of a running job, extended by heartbeat (default 60s).")
+    var lease: String?
+
+    @Option(name: .customLong("grace-period"), help: "Time in-flight deliveries get after SIGTERM (default 25s).")
+    var gracePeriod: String?
+
+    @Option(help: "Delete succeeded jobs older than this (default 7d).")
+    var retention: String?
+
+    @Option(name: .customLong("request-timeout"), help: "Total timeout of one request (default 30s).")
+    var requestTimeout: String?
+
+    @Option(name: .customLong("connect-timeout"), help: "Connect timeout of one request (default 10s).")
+    var connectTimeout: String?
+
+    @Flag(name: .customLong("allow-private-targets"), help: "Allow deliveries to private, loopback and link-local addresses.")
+    var allowPrivateTargets = false
+
+    @Option(name: .customLong("metrics-port"), help: "Serve Prometheus metrics on 127.0.0.1:<port>/metrics.")
+    var metricsPort: Int?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (default info).")
+    var logLevel: String?
+
+    @Option(name: .customLong("worker-id"), help: "Worker id written to locked_by (default hostname:pid).")
+    var workerID: String?
+
+    func run() throws {
+        let env = ProcessInfo.processInfo.environment
+        func value(_ flag: String?, _ name: String) -> String? { flag ?? env["COURIER_\(name)"] }
+        func integer(_ flag: Int?, _ name: String, _ option: String, minimum: Int = 1) throws -> Int? {
+            if let flag {
+                guard flag >= minimum else { throw CLIError.usage("--\(option) must be at least \(minimum), got \(flag)") }
+                return flag
+            }
+            guard let text = env["COURIER_\(name)"] else { return nil }
+            guard let parsed = Int(text), parsed >= minimum else {
+                throw CLIError.usage("COURIER_\(name) must be an integer of at least \(minimum), got \(text.debugDescription)")
+            }
+            return parsed
+        }
+        func duration(_ flag: String?, _ name: String, _ option: String) throws -> Double? {
+            guard let text = value(flag, name) else { return nil }
+            guard let seconds = DurationParser.seconds(text) else {
+                throw CLIError.usage("--\(option): \(text.debugDescription) is not a duration (use e.g. 500ms, 30s, 5m, 2h, 7d)")
+            }
+            return seconds
+        }
+
+        var config = WorkerConfiguration()
+        if let id = value(workerID, "WORKER_ID") { config.workerID = id }
+        if let list = value(queues, "QUEUES") {
+            let names = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            guard !names.isEmpty else { throw CLIError.usage("--queues needs at least one queue name") }
+            config.queues = names
+        }
+        if let v = try integer(concurrency, "CONCURRENCY", "concurrency") { config.concurrency = v }
+        if let v = try integer(loops, "LOOPS", "loops") { config.loops = v }
+        if let v = try integer(batchSize, "BATCH_SIZE", "batch-size") { config.batchSize = v }
+        if let v = try integer(perHostLimit, "PER_HOST_LIMIT", "per-host-limit") { config.perHostLimit = v }
+        if let v = try duration(pollInterval, "POLL_INTERVAL", "poll-interval") { config.pollInterval = max(0.01, v) }
+        if let v = try duration(lease, "LEASE", "lease") {
+            config.leaseDuration = max(1, v)
+            config.heartbeatInterval = config.leaseDuration / 4
+        }
+        if let v = try duration(gracePeriod, "GRACE_PERIOD", "grace-period") { config.gracePeriod = v }
+        if let v = try duration(retention, "RETENTION", "retention") { config.retention = v }
+        var http = HTTPDelivererConfiguration()
+        if let v = try duration(requestTimeout, "REQUEST_TIMEOUT", "request-timeout") { http.totalTimeout = v }
+        if let v = try duration(connectTimeout, "CONNECT_TIMEOUT", "connect-timeout") { http.connectTimeout = v }
+        http.allowPrivateTargets = allowPrivateTargets || env["COURIER_ALLOW_PRIVATE_TARGETS"] == "true"
+        http.maximumConnectionsPerHost = config.perHostLimit
+        let level = value(logLevel, "LOG_LEVEL") ?? "info"
+        guard let parsedLevel = Logger.Level(rawValue: level) else {
+            throw CLIError.usage("--log-level: unknown level \(level.debugDescription) (trace, debug, info, notice, warning, error)")
+        }
+        let port = try integer(metricsPort, "METRICS_PORT", "metrics-port")
+
+        var logger = Logger(label: "courier.worker")
+        logger.logLevel = parsedLevel
+        let metricsServer = try port.map { try MetricsServer.start(port: $0) }
+        defer { metricsServer?.stop() }
+
+        let deliverer = HTTPDeliverer(configuration: http, logger: logger)
+        defer { deliverer.shutdown() }
+        let pool = WorkerPool(
+            databaseURL: database.resolvedURL, configuration: config, deliverer: deliverer, logger: logger)
+        do {
+            try WorkerService(pool: pool, logger: logger).run()
+        } catch let error as PostgresError {
+            throw CLIError(error.message)
+        }
+    }
+}

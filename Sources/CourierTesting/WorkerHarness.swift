@@ -1,0 +1,127 @@
+import CourierCore
+import CourierSink
+import Foundation
+import Postgres
+
+/// Counts what a test sink saw, thread-safely.
+public final class SinkLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var requests: [SinkRequest] = []
+    private var perKey: [String: Int] = [:]
+    private var concurrent: [String: Int] = [:]
+    private var maxConcurrent: [String: Int] = [:]
+
+    /// Creates an empty log.
+    public init() {}
+
+    /// Records a request and returns how many requests with this `key` were seen so far (1-based).
+    @discardableResult
+    public func record(_ request: SinkRequest, key: String) -> Int {
+        lock.withLock {
+            requests.append(request)
+            perKey[key, default: 0] += 1
+            return perKey[key]!
+        }
+    }
+
+    /// Marks a request for `key` as started (for overlap checks); pair with `end`.
+    public func begin(_ key: String) {
+        lock.withLock {
+            concurrent[key, default: 0] += 1
+            maxConcurrent[key] = max(maxConcurrent[key, default: 0], concurrent[key]!)
+        }
+    }
+
+    /// Marks a request for `key` as finished.
+    public func end(_ key: String) { lock.withLock { concurrent[key, default: 1] -= 1 } }
+
+    /// Every request so far.
+    public var all: [SinkRequest] { lock.withLock { requests } }
+
+    /// Requests seen per key.
+    public var counts: [String: Int] { lock.withLock { perKey } }
+
+    /// The most requests for one key that overlapped in time.
+    public var maxOverlap: Int { lock.withLock { maxConcurrent.values.max() ?? 0 } }
+}
+
+/// Small SQL conveniences for worker tests (tests may read the schema directly).
+public struct JobsProbe {
+    /// The connection used.
+    public let connection: PostgresConnection
+
+    /// Opens a probe connection.
+    public init(url: String) throws { connection = try PostgresConnection(url) }
+
+    /// Enqueues a JSON job and returns its id.
+    @discardableResult
+    public func enqueue(
+        url: String, queue: String, maxAttempts: Int = 3, retrySeconds: [Double] = [0.1], priority: Int = 0
+    ) throws -> Int64 {
+        try connection.query(
+            """
+            SELECT courier.enqueue(url => $1, payload => '{"hello":"world"}', queue => $2, max_attempts => $3,
+                retry_schedule => (SELECT array_agg(s * interval '1 second') FROM unnest($4::float8[]) s), priority => $5)
+            """, [url, queue, maxAttempts, PostgresArray(retrySeconds), priority])[0].decode(0)
+    }
+
+    /// The job's state, attempt and last status.
+    public func job(_ id: Int64) throws -> (state: String, attempt: Int, lastStatus: Int?, lastError: String?) {
+        let row = try connection.query(
+            "SELECT state::text, attempt, last_status, last_error FROM courier.jobs WHERE id = $1", [id])[0]
+        return (try row.decode(0), try row.decode(1), try row.decode(2), try row.decode(3))
+    }
+
+    /// Attempt rows of a job.
+    public func attemptCount(_ id: Int64) throws -> Int {
+        try connection.query("SELECT count(*) FROM courier.attempts WHERE job_id = $1", [id])[0].decode(0)
+    }
+
+    /// Jobs of `queue` not yet final.
+    public func unsettled(queue: String) throws -> Int {
+        try connection.query(
+            "SELECT count(*) FROM courier.jobs WHERE queue = $1 AND state NOT IN ('succeeded','dead','cancelled')",
+            [queue])[0].decode(0)
+    }
+
+    /// Counts per state of `queue`.
+    public func states(queue: String) throws -> [String: Int] {
+        var out: [String: Int] = [:]
+        for row in try connection.query(
+            "SELECT state::text, count(*) FROM courier.jobs WHERE queue = $1 GROUP BY 1", [queue]).rows
+        {
+            out[try row.decode(0)] = try row.decode(1)
+        }
+        return out
+    }
+
+    /// Polls until every job of `queue` is final or `timeout` passes; returns true when settled.
+    public func waitUntilSettled(queue: String, timeout: Double) throws -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try unsettled(queue: queue) == 0 { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return try unsettled(queue: queue) == 0
+    }
+
+    /// Closes the connection.
+    public func close() { connection.close() }
+}
+
+/// The `courier` executable built next to the tests (`.build/<config>/courier`).
+public enum CourierBinary {
+    /// Path of the built `courier` binary.
+    public static var path: String {
+        let bundle = Bundle.main.bundleURL
+        var directory = bundle
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("courier")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
+            directory = directory.deletingLastPathComponent()
+        }
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        return repo.appendingPathComponent(".build/debug/courier").path
+    }
+}

@@ -1,0 +1,193 @@
+import CourierCore
+import CourierSink
+import CourierTesting
+import CourierWorker
+import Foundation
+import Logging
+import Postgres
+import XCTest
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Losing workers, the database, or an endpoint loses no job.
+final class ResilienceTests: XCTestCase {
+    private var url: String!
+    private var probe: JobsProbe!
+    private var queue: String!
+    private let log = SinkLog()
+    private var sinks: [HTTPSink] = []
+    private var pools: [WorkerPool] = []
+    private var deliverers: [HTTPDeliverer] = []
+    private var processes: [Process] = []
+
+    override func setUp() async throws {
+        url = try TestDatabase.shared(label: "resilience")
+        probe = try JobsProbe(url: url)
+        queue = "r\(UInt32.random(in: 0...UInt32.max))"
+    }
+
+    override func tearDown() async throws {
+        for process in processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        pools.forEach { $0.shutdown() }
+        deliverers.forEach { $0.shutdown() }
+        for sink in sinks { await sink.shutdown() }
+        probe?.close()
+    }
+
+    /// A sink that records each request, tracks overlap per job, and answers after `delay`.
+    private func startSink(host: String = "127.0.0.1", delay: Double = 0) async throws -> HTTPSink {
+        let log = self.log
+        let sink = try await HTTPSink.start(host: host) { request in
+            let job = request.header("courier-job-id") ?? "?"
+            log.record(request, key: job)
+            log.begin(job)
+            if delay > 0 { try? await Task.sleep(nanoseconds: UInt64(delay * 1e9)) }
+            log.end(job)
+            return .respond(status: 200)
+        }
+        sinks.append(sink)
+        return sink
+    }
+
+    private func startPool(id: String, concurrency: Int = 16, perHostLimit: Int = 32, lease: Double = 60) throws {
+        var http = HTTPDelivererConfiguration()
+        http.allowPrivateTargets = true
+        var logger = Logger(label: "test.worker")
+        logger.logLevel = .error
+        let deliverer = HTTPDeliverer(configuration: http, logger: logger)
+        let pool = WorkerPool(
+            databaseURL: url,
+            configuration: WorkerConfiguration(
+                workerID: id, queues: [queue], concurrency: concurrency, batchSize: 10, pollInterval: 0.1,
+                leaseDuration: lease, heartbeatInterval: lease / 4, perHostLimit: perHostLimit,
+                capDeferral: 0.05, maintenanceInterval: 0.5),
+            deliverer: deliverer, logger: logger)
+        try pool.start()
+        deliverers.append(deliverer)
+        pools.append(pool)
+    }
+
+    private func startWorkerProcess(extra: [String] = []) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CourierBinary.path)
+        process.arguments = [
+            "worker", "--database-url", url, "--queues", queue, "--allow-private-targets", "--poll-interval", "100ms",
+            "--log-level", "error",
+        ] + extra
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        processes.append(process)
+        return (process, errors)
+    }
+
+    func testTwoPoolsNeverDeliverTheSameJobConcurrently() async throws {
+        let sink = try await startSink(delay: 0.01)
+        let ids = try (0..<200).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
+        try startPool(id: "pool-a")
+        try startPool(id: "pool-b")
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 60))
+        XCTAssertEqual(try probe.states(queue: queue), ["succeeded": 200])
+        XCTAssertEqual(log.maxOverlap, 1)
+        XCTAssertEqual(log.counts.count, ids.count)
+        XCTAssertEqual(Set(log.counts.values), [1])
+        let workers = try probe.connection.query(
+            "SELECT DISTINCT worker FROM courier.attempts a JOIN courier.jobs j ON j.id = a.job_id WHERE j.queue = $1",
+            [queue]
+        ).rowCount
+        XCTAssertEqual(workers, 2, "both pools should have taken part")
+    }
+
+    func testKilledWorkerProcessLosesNoJob() async throws {
+        let sink = try await startSink(delay: 1.0)
+        let ids = try (0..<6).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue, maxAttempts: 5) }
+        let (process, _) = try startWorkerProcess(extra: ["--lease", "2s"])
+        // Wait until it holds jobs mid-delivery, then kill -9.
+        let deadline = Date().addingTimeInterval(20)
+        while log.all.count < 3, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        XCTAssertGreaterThanOrEqual(log.all.count, 3, "the worker process never delivered")
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        XCTAssertGreaterThan(try probe.states(queue: queue)["running", default: 0], 0)
+        try startPool(id: "rescuer", lease: 2)
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 30))
+        XCTAssertEqual(try probe.states(queue: queue), ["succeeded": ids.count])
+    }
+
+    func testSigtermLetsInFlightDeliveriesFinishAndExitsZero() async throws {
+        let sink = try await startSink(delay: 1.0)
+        let ids = try (0..<4).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
+        let (process, errors) = try startWorkerProcess(extra: ["--grace-period", "10s"])
+        let deadline = Date().addingTimeInterval(20)
+        while log.all.count < ids.count, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        XCTAssertEqual(log.all.count, ids.count)
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(process.terminationStatus, 0, stderr)
+        XCTAssertEqual(try probe.states(queue: queue), ["succeeded": ids.count])
+    }
+
+    func testSigtermAfterTheGracePeriodGivesUnfinishedJobsBack() async throws {
+        let sink = try await startSink(delay: 5.0)
+        _ = try (0..<3).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
+        let (process, _) = try startWorkerProcess(extra: ["--grace-period", "200ms"])
+        let deadline = Date().addingTimeInterval(20)
+        while log.all.count < 3, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0)
+        let states = try probe.states(queue: queue)
+        XCTAssertEqual(states["running", default: 0], 0)
+        XCTAssertEqual(states["pending", default: 0], 3)
+        let attempts: Int = try probe.connection.query(
+            "SELECT max(attempt) FROM courier.jobs WHERE queue = $1", [queue])[0].decode(0)
+        XCTAssertEqual(attempts, 0, "a given-back attempt is uncounted")
+    }
+
+    func testWorkerSurvivesAPostgreSQLRestart() async throws {
+        guard let pgctl = ProcessInfo.processInfo.environment["COURIER_TEST_PGCTL"] else {
+            throw XCTSkip("COURIER_TEST_PGCTL is not set: run through scripts/test to restart the server")
+        }
+        let sink = try await startSink(delay: 0.05)
+        _ = try (0..<40).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
+        try startPool(id: "survivor", concurrency: 4)
+        let deadline = Date().addingTimeInterval(20)
+        while log.all.count < 5, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        probe.close()
+        let restart = Process()
+        restart.executableURL = URL(fileURLWithPath: "/bin/sh")
+        restart.arguments = ["-c", "\(pgctl) -m fast -w restart >/dev/null"]
+        try restart.run()
+        restart.waitUntilExit()
+        XCTAssertEqual(restart.terminationStatus, 0, "pg_ctl restart failed")
+        probe = try JobsProbe(url: url)
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 60))
+        XCTAssertEqual(try probe.states(queue: queue), ["succeeded": 40])
+    }
+
+    func testSlowHostDoesNotHoldUpAnotherHostBeyondTheCap() async throws {
+        let slow = try await startSink(host: "127.0.0.1", delay: 2.0)
+        let fast = try await startSink(host: "127.0.0.2", delay: 0)
+        // The slow host's jobs come first in claim order.
+        let slowIDs = try (0..<12).map { _ in try probe.enqueue(url: slow.baseURL + "/slow", queue: queue, priority: -1) }
+        let fastIDs = try (0..<10).map { _ in try probe.enqueue(url: fast.baseURL + "/fast", queue: queue, priority: 0) }
+        let started = Date()
+        try startPool(id: "fair", concurrency: 8, perHostLimit: 2)
+        let deadline = Date().addingTimeInterval(10)
+        var fastDone = 0
+        while Date() < deadline {
+            fastDone = try fastIDs.filter { try probe.job($0).state == "succeeded" }.count
+            if fastDone == fastIDs.count { break }
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        let elapsed = Date().timeIntervalSince(started)
+        XCTAssertEqual(fastDone, fastIDs.count)
+        XCTAssertLessThan(elapsed, 1.9, "fast-host jobs waited for the slow host")
+        let slowFinished = try slowIDs.filter { try probe.job($0).state == "succeeded" }.count
+        XCTAssertLessThanOrEqual(slowFinished, 2, "no more than the cap reached the slow host at once")
+    }
+}
