@@ -125,3 +125,24 @@ public enum CourierBinary {
         return repo.appendingPathComponent(".build/debug/courier").path
     }
 }
+
+/// Runs a shell command to completion with posix_spawn and waitpid, output to /dev/null.
+///
+/// Foundation's `Process` is avoided: a command that starts a server (`pg_ctl restart`) leaves
+/// a child behind holding the descriptors, and `Process` may then never notice the exit.
+public func runShellCommand(_ command: String) -> Int32 {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    let arguments = ["/bin/sh", "-c", command]
+    let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    guard posix_spawn(&pid, "/bin/sh", &actions, nil, argv, environ) == 0 else { return 127 }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+}

@@ -158,12 +158,7 @@ final class ResilienceTests: XCTestCase {
         let deadline = Date().addingTimeInterval(20)
         while log.all.count < 5, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
         probe.close()
-        let restart = Process()
-        restart.executableURL = URL(fileURLWithPath: "/bin/sh")
-        restart.arguments = ["-c", "\(pgctl) -m fast -w restart >/dev/null"]
-        try restart.run()
-        restart.waitUntilExit()
-        XCTAssertEqual(restart.terminationStatus, 0, "pg_ctl restart failed")
+        XCTAssertEqual(runShellCommand("\(pgctl) -m fast -w -t 60 restart"), 0, "pg_ctl restart failed")
         probe = try JobsProbe(url: url)
         XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 60))
         XCTAssertEqual(try probe.states(queue: queue), ["succeeded": 40])
