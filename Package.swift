@@ -59,6 +59,7 @@ let package = Package(
             exclude: ["Migrations/README.md"],
             resources: [
                 .embedInCode("Migrations/0001_init.sql"),
+                .embedInCode("Migrations/0002_job_problem.sql"),
             ],
             swiftSettings: strict
         ),

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Postgres
 
 #if canImport(Glibc)
     import Glibc
@@ -25,9 +26,7 @@ public enum CourierMain {
                 print(Courier.fullMessage(for: error))
                 return 0
             }
-            let message = Courier.message(for: error)
-            printError(message.isEmpty ? "invalid arguments" : message)
-            if !message.contains("--help") { printError("Run 'courier --help' for usage.") }
+            printError("error: " + oneLineUsage(Courier.message(for: error), arguments: arguments))
             return CourierExitCode.usage.rawValue
         }
         do {
@@ -42,6 +41,9 @@ public enum CourierMain {
             return error.exitCode.rawValue
         } catch let error as ExitCode {
             return error.rawValue
+        } catch let error as PostgresError where Self.isInvalidInput(error) {
+            printError("error: \(CLIError.describe(error))")
+            return CourierExitCode.usage.rawValue
         } catch let error as ValidationError {
             printError("error: \(error.message)")
             return CourierExitCode.usage.rawValue
@@ -68,6 +70,33 @@ public enum CourierMain {
             thread.stackSize = 8 << 20
             thread.start()
         }
+    }
+
+    /// Bad values the database refused (courier.validate_job's 22023, a malformed value, a
+    /// violated CHECK): the input was wrong, so exit code 2 like any usage error.
+    static func isInvalidInput(_ error: PostgresError) -> Bool {
+        guard let state = error.sqlState else { return false }
+        return state == "22023" || state == "22P02" || state == "23514" || state == "22007" || state == "22008"
+    }
+
+    /// swift-argument-parser's message folded into one line, lists of allowed values joined,
+    /// with a pointer to the right `--help`.
+    static func oneLineUsage(_ message: String, arguments: [String]) -> String {
+        var parts: [String] = []
+        var choices: [String] = []
+        for raw in message.split(separator: "\n") {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("Usage:") || line.hasPrefix("See '") { continue }
+            if line.hasPrefix("- ") { choices.append(String(line.dropFirst(2))) } else { parts.append(line) }
+        }
+        var text = parts.joined(separator: " ")
+        if text.isEmpty { text = "invalid arguments" }
+        if !choices.isEmpty {
+            text = text.replacingOccurrences(of: "Please provide one of the following:", with: "Use one of:")
+            text += " " + choices.joined(separator: ", ")
+        }
+        let commands = arguments.prefix { !$0.hasPrefix("-") }.prefix(2).joined(separator: " ")
+        return text + " (see 'courier \(commands.isEmpty ? "" : commands + " ")--help')"
     }
 
     static func printError(_ line: String) {

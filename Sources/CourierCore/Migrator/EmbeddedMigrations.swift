@@ -5,5 +5,6 @@ public enum EmbeddedMigrations {
     /// Every migration, in version order.
     public static let all: [Migration] = [
         Migration(fileName: "0001_init.sql", bytes: PackageResources._001_init_sql),
+        Migration(fileName: "0002_job_problem.sql", bytes: PackageResources._002_job_problem_sql),
     ]
 }

@@ -1,0 +1,180 @@
+import ArgumentParser
+import CourierCore
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Printing helpers shared by the commands: JSON, times, durations, terminals.
+enum Output {
+    /// Prints a JSON value (dictionaries, arrays, strings, numbers, NSNull) on one line, keys sorted.
+    static func json(_ value: Any) throws {
+        let data = try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])
+        print(String(decoding: data, as: UTF8.self))
+    }
+
+    /// ISO 8601 in UTC with milliseconds, e.g. `2026-11-22T23:40:01.123Z`.
+    static func timestamp(_ date: Date?) -> String {
+        guard let date else { return "-" }
+        return timestampFormatter.string(from: date)
+    }
+
+    nonisolated(unsafe) private static let timestampFormatter: ISO8601DateFormatter = {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter
+    }()
+
+    /// A JSON timestamp or null.
+    static func jsonTime(_ date: Date?) -> Any { date.map { timestamp($0) } ?? NSNull() }
+
+    /// A JSON value or null.
+    static func orNull(_ value: (any Sendable)?) -> Any { value ?? NSNull() }
+
+    /// Seconds as a short human duration: `850ms`, `12s`, `5m`, `2h30m`, `3d4h`.
+    static func duration(_ seconds: Double) -> String {
+        if seconds < 1 { return "\(Int((seconds * 1000).rounded()))ms" }
+        if seconds < 60 { return seconds == seconds.rounded() ? "\(Int(seconds))s" : String(format: "%.1fs", seconds) }
+        let whole = Int(seconds.rounded())
+        if whole < 3600 { return whole % 60 == 0 ? "\(whole / 60)m" : "\(whole / 60)m\(whole % 60)s" }
+        if whole < 86_400 { return whole % 3600 / 60 == 0 ? "\(whole / 3600)h" : "\(whole / 3600)h\(whole % 3600 / 60)m" }
+        return whole % 86_400 / 3600 == 0 ? "\(whole / 86_400)d" : "\(whole / 86_400)d\(whole % 86_400 / 3600)h"
+    }
+
+    /// A schedule as `5s,5m,30m`, or `default`.
+    static func schedule(_ delays: [Double]?) -> String {
+        delays.map { $0.map(duration).joined(separator: ",") } ?? "default"
+    }
+
+    /// Cuts `text` to `limit` characters with an ellipsis.
+    static func clip(_ text: String, _ limit: Int) -> String {
+        text.count <= limit ? text : String(text.prefix(limit - 1)) + "…"
+    }
+
+    /// A single-line version of `text` (newlines and tabs as spaces).
+    static func oneLine(_ text: String) -> String {
+        text.replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " ")
+            .replacingOccurrences(of: "\t", with: " ")
+    }
+
+    /// Whether standard error is a terminal (progress is shown only there).
+    static var stderrIsTerminal: Bool { isatty(2) == 1 }
+
+    /// Whether standard input is a terminal (confirmation prompts only there).
+    static var stdinIsTerminal: Bool { isatty(0) == 1 }
+
+    /// Whether standard output is a terminal.
+    static var stdoutIsTerminal: Bool { isatty(1) == 1 }
+
+    /// Writes to standard error without a newline.
+    static func stderr(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    /// A number with thousands separators: 50,000.
+    static func count(_ value: Int) -> String {
+        value.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US_POSIX")))
+    }
+}
+
+/// A one-line progress display on a terminal's stderr, redrawn at most five times a second;
+/// silent when stderr is not a terminal.
+final class ProgressLine {
+    private let label: String
+    private let total: Int?
+    private let enabled: Bool
+    private let started = Date()
+    private var lastDraw = Date.distantPast
+
+    init(_ label: String, total: Int?) {
+        self.label = label
+        self.total = total
+        enabled = Output.stderrIsTerminal
+    }
+
+    func update(_ done: Int) {
+        guard enabled, Date().timeIntervalSince(lastDraw) >= 0.2 else { return }
+        lastDraw = Date()
+        draw(done)
+    }
+
+    func finish(_ done: Int) {
+        guard enabled else { return }
+        draw(done)
+        Output.stderr("\n")
+    }
+
+    private func draw(_ done: Int) {
+        let rate = Double(done) / max(Date().timeIntervalSince(started), 0.001)
+        var line = "\r\(label) \(Output.count(done))"
+        if let total, total > 0 {
+            let fraction = min(1, Double(done) / Double(total))
+            let width = 30
+            let filled = Int(fraction * Double(width))
+            line += "/\(Output.count(total)) [" + String(repeating: "#", count: filled)
+                + String(repeating: "-", count: width - filled) + "] \(Int(fraction * 100))%"
+        }
+        line += "  \(Output.count(Int(rate)))/s   "
+        Output.stderr(line)
+    }
+}
+
+/// Asks for confirmation on a terminal when `count` is above `threshold`.
+///
+/// - Throws: a usage error when confirmation is needed but stdin is not a terminal and `--yes`
+///   was not given, or `ExitCode(1)` when the operator says no.
+func confirm(_ question: String, count: Int, threshold: Int = 10, yes: Bool) throws {
+    guard count > threshold, !yes else { return }
+    guard Output.stdinIsTerminal else {
+        throw CLIError.usage("\(question.lowercased()) needs confirmation: pass --yes (stdin is not a terminal)")
+    }
+    Output.stderr("\(question) [y/N] ")
+    let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+    guard answer == "y" || answer == "yes" else {
+        throw CLIError("nothing changed: not confirmed")
+    }
+}
+
+/// Parses `--since`: a duration meaning "that long ago" (`2h`, `7d`) or an ISO 8601 time.
+func parseSince(_ text: String?, flag: String = "--since") throws -> Date? {
+    guard let text else { return nil }
+    if let seconds = DurationParser.seconds(text) { return Date().addingTimeInterval(-seconds) }
+    if let date = parseISO8601(text) { return date }
+    throw CLIError.usage("\(flag): \(text.debugDescription) is neither a duration (30m, 2h, 7d) nor an ISO 8601 time")
+}
+
+/// Parses an ISO 8601 time with or without fractional seconds (`2026-11-22T10:00:00Z`).
+func parseISO8601(_ text: String) -> Date? {
+    if let date = try? Date(text, strategy: .iso8601) { return date }
+    let fractional = ISO8601DateFormatter()
+    fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    return fractional.date(from: text)
+}
+
+/// Parses a duration flag or throws a usage error naming the flag.
+func parseDuration(_ text: String, flag: String) throws -> Double {
+    guard let seconds = DurationParser.seconds(text) else {
+        throw CLIError.usage("\(flag): \(text.debugDescription) is not a duration (use e.g. 30s, 5m, 2h, 7d)")
+    }
+    return seconds
+}
+
+/// Parses a comma-separated schedule (`5s,1m,1h`).
+func parseSchedule(_ text: String, flag: String) throws -> [Double] {
+    let parts = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+    guard !parts.isEmpty else { throw CLIError.usage("\(flag): the schedule is empty (use e.g. 5s,1m,1h)") }
+    return try parts.map { try parseDuration($0, flag: flag) }
+}
+
+/// Parses job ids from arguments.
+func parseIDs(_ texts: [String]) throws -> [Int64] {
+    try texts.map { text in
+        guard let id = Int64(text), id > 0 else {
+            throw CLIError.usage("\(text.debugDescription) is not a job id (a positive integer)")
+        }
+        return id
+    }
+}
+
+extension JobState: ExpressibleByArgument {}

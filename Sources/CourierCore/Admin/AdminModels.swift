@@ -1,0 +1,165 @@
+import Foundation
+
+/// A row of `courier jobs list` / `courier dead list`.
+public struct JobSummary: Sendable, Equatable {
+    public var id: Int64
+    public var queue: String
+    public var state: JobState
+    public var priority: Int
+    public var method: String
+    public var url: String
+    public var attempt: Int
+    public var maxAttempts: Int
+    public var runAt: Date
+    public var createdAt: Date
+    public var finishedAt: Date?
+    public var lastStatus: Int?
+    public var lastError: String?
+}
+
+/// One job with everything `courier jobs show` prints.
+public struct JobDetail: Sendable {
+    public var summary: JobSummary
+    /// Headers in stored order, values of secret-bearing headers already redacted.
+    public var headers: [(String, String)]
+    public var body: [UInt8]?
+    public var retrySchedule: [Double]?
+    public var updatedAt: Date
+    public var lockedBy: String?
+    public var lockedUntil: Date?
+    public var idempotencyKey: String?
+    public var attempts: [AttemptSummary]
+}
+
+/// One row of a job's attempt history.
+public struct AttemptSummary: Sendable, Equatable {
+    public var attempt: Int
+    public var startedAt: Date
+    public var finishedAt: Date
+    public var durationMilliseconds: Double
+    public var status: Int?
+    public var error: String?
+    public var worker: String
+    public var responseExcerpt: String?
+}
+
+/// What happened to one id of a cancel, retry-now or requeue.
+public struct JobChange: Sendable, Equatable {
+    public var id: Int64
+    /// Whether the job was changed.
+    public var changed: Bool
+    /// Its state before; nil when no such job exists.
+    public var previousState: JobState?
+}
+
+/// Filters of a listing; nil fields do not filter.
+public struct JobFilter: Sendable {
+    public var state: JobState?
+    public var queue: String?
+    public var urlContains: String?
+    public var createdSince: Date?
+    public var finishedSince: Date?
+    public var errorContains: String?
+    public var limit: Int = 50
+
+    public init() {}
+}
+
+/// A queue's settings; nil means "the default".
+public struct QueueSettings: Sendable, Equatable {
+    public var name: String
+    public var paused: Bool
+    public var maxAttempts: Int?
+    public var retrySchedule: [Double]?
+    /// Whether a signing secret is set (the secret itself never leaves the database here).
+    public var signed: Bool
+    public var maxInFlight: Int?
+}
+
+/// A change of queue settings: nil leaves a field alone, `.some(nil)` restores the default.
+public struct QueueSettingsChange: Sendable {
+    public var maxAttempts: Int??
+    public var retrySchedule: [Double]??
+    public var signingSecret: String??
+    public var maxInFlight: Int??
+
+    public init() {}
+
+    /// Whether anything would change.
+    public var isEmpty: Bool { maxAttempts == nil && retrySchedule == nil && signingSecret == nil && maxInFlight == nil }
+}
+
+/// Health of one queue, as `courier stats` shows it.
+public struct QueueHealth: Sendable, Equatable {
+    public var queue: String
+    public var paused: Bool = false
+    public var pending = 0
+    public var running = 0
+    public var retrying = 0
+    public var dead = 0
+    /// Age in seconds of the oldest due pending or retrying job (0 when none is due).
+    public var lagSeconds: Double = 0
+    public var succeededLastHour = 0
+    public var deadLastHour = 0
+    /// Attempts behind the percentiles.
+    public var recentAttempts = 0
+    public var p50Milliseconds: Double?
+    public var p95Milliseconds: Double?
+    public var p99Milliseconds: Double?
+
+    public init(queue: String) { self.queue = queue }
+}
+
+/// `courier stats`: per-queue health plus whole-table estimates of the final states.
+public struct QueueStatsReport: Sendable {
+    public var queues: [QueueHealth]
+    /// Estimated rows per state over all queues (from the planner's statistics).
+    public var estimatedTotals: [JobState: Int]
+}
+
+/// Result of a bulk import.
+public struct ImportReport: Sendable, Equatable {
+    /// Lines read and staged.
+    public var staged: Int
+    /// Jobs inserted.
+    public var inserted: Int
+    /// Lines whose idempotency key was already in the queue.
+    public var duplicates: Int
+    /// Lines rejected (skipped under `--skip-invalid`).
+    public var rejected: [ImportProblem]
+}
+
+/// A rejected line of a bulk import.
+public struct ImportProblem: Sendable, Equatable, Error {
+    /// 1-based line number in the input.
+    public var line: Int
+    /// Why, as `courier.validate_job` (or the JSON reader) put it.
+    public var reason: String
+
+    public init(line: Int, reason: String) {
+        self.line = line
+        self.reason = reason
+    }
+}
+
+/// Which header values are secrets: never printed, replaced by a marker.
+public enum SecretHeaders {
+    /// Header names whose values are always hidden.
+    static let names: Set<String> = [
+        "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
+        "x-auth-token", "x-access-token", "webhook-signature", "x-hub-signature", "x-hub-signature-256",
+    ]
+    /// Parts of a name that mark a secret (`X-Shopify-Hmac-Sha256`, `X-Stripe-Secret`...).
+    static let fragments = ["token", "secret", "password", "passwd", "auth", "key", "signature", "hmac", "session"]
+
+    /// Whether `name` carries a secret.
+    public static func isSecret(_ name: String) -> Bool {
+        let lower = name.lowercased()
+        return names.contains(lower) || fragments.contains { lower.contains($0) }
+    }
+
+    /// The value to show: secrets become `<redacted, N bytes>`.
+    public static func display(name: String, value: String) -> String {
+        isSecret(name) ? "<redacted, \(value.utf8.count) bytes>" : value
+    }
+}

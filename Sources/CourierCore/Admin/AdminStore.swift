@@ -1,0 +1,309 @@
+import Foundation
+import Postgres
+
+/// Runs the admin CLI's statements (`AdminStatements`) on one connection and returns models.
+public struct AdminStore {
+    /// The connection used.
+    public let connection: PostgresConnection
+
+    /// Creates a store on `connection`.
+    public init(connection: PostgresConnection) {
+        self.connection = connection
+    }
+
+    // MARK: Enqueue
+
+    /// Enqueues one job through `courier.enqueue_raw` and returns its id (the existing job's id
+    /// when the idempotency key is already in the queue). Invalid input throws the function's
+    /// error (SQLSTATE 22023) and writes nothing.
+    public func enqueue(_ job: NewJob) throws -> Int64 {
+        let result = try connection.query(
+            AdminStatements.enqueueOne,
+            [job.url, job.body, job.method, PostgresJSON(job.headersJSON), job.queue, job.runAt,
+             job.maxAttempts, job.idempotencyKey, job.priority, job.delaySeconds,
+             job.retrySchedule.map { PostgresArray($0) }])
+        return try result[0].decode(0)
+    }
+
+    /// Loads many jobs in one transaction: COPY into a staging table, validate every row with
+    /// `courier.job_problem`, then one INSERT ... SELECT.
+    ///
+    /// - Parameters:
+    ///   - jobs: `(line number, job)` pairs in pieces; each piece is streamed as it comes.
+    ///   - skipInvalid: insert the valid lines when some are rejected; otherwise a rejected
+    ///     line throws `ImportRejected` and nothing is written.
+    ///   - rejectedWhileReading: lines the caller could not even turn into jobs (bad JSON),
+    ///     asked once all pieces are streamed; they count as rejected lines.
+    ///   - progress: called with the number of lines staged so far.
+    public func importJobs(
+        _ pieces: some Sequence<[(Int, NewJob)]>, skipInvalid: Bool,
+        rejectedWhileReading: () -> [ImportProblem] = { [] }, progress: (Int) -> Void = { _ in }
+    ) throws -> ImportReport {
+        try withoutActuallyEscaping(progress) { progress in
+            try importJobs(pieces, skipInvalid: skipInvalid, rejectedWhileReading: rejectedWhileReading, escapingProgress: progress)
+        }
+    }
+
+    private func importJobs(
+        _ pieces: some Sequence<[(Int, NewJob)]>, skipInvalid: Bool, rejectedWhileReading: () -> [ImportProblem],
+        escapingProgress progress: @escaping (Int) -> Void
+    ) throws -> ImportReport {
+        try connection.transaction { connection in
+            try connection.simpleQuery(AdminStatements.createImportTable)
+            var staged = 0
+            let chunks = pieces.lazy.map { piece -> [UInt8] in
+                var buffer: [UInt8] = []
+                buffer.reserveCapacity(piece.count * 400)
+                for (line, job) in piece { Self.appendCopyRow(line: line, job: job, to: &buffer) }
+                staged += piece.count
+                progress(staged)
+                return buffer
+            }
+            _ = try connection.copyIn(AdminStatements.copyImport, chunks: chunks)
+            let early = rejectedWhileReading()
+            let anyInvalid: Bool = try connection.query(AdminStatements.importHasProblems)[0].decode(0)
+            let late = !anyInvalid ? [] : try connection.query(AdminStatements.importProblems).rows.map {
+                ImportProblem(line: try $0.decode(0), reason: try $0.decode(1))
+            }
+            let problems = (early + late).sorted { $0.line < $1.line }
+            if !problems.isEmpty {
+                guard skipInvalid else { throw ImportRejected(problems: problems) }
+                if !late.isEmpty {
+                    _ = try connection.query(AdminStatements.dropImportLines, [PostgresArray(late.map { Int64($0.line) })])
+                }
+            }
+            let inserted = try connection.query(AdminStatements.insertImport).affectedRows
+            let accepted = staged - late.count
+            return ImportReport(staged: staged, inserted: inserted, duplicates: accepted - inserted, rejected: problems)
+        }
+    }
+
+    static func appendCopyRow(line: Int, job: NewJob, to buffer: inout [UInt8]) {
+        let tab: UInt8 = 0x09
+        CopyText.appendField(String(line), to: &buffer); buffer.append(tab)
+        CopyText.appendField(job.url, to: &buffer); buffer.append(tab)
+        CopyText.appendField(job.method, to: &buffer); buffer.append(tab)
+        CopyText.appendField(job.headersJSON, to: &buffer); buffer.append(tab)
+        CopyText.appendField(job.queue, to: &buffer); buffer.append(tab)
+        CopyText.appendBytea(job.body, to: &buffer); buffer.append(tab)
+        CopyText.appendField(job.maxAttempts.map(String.init), to: &buffer); buffer.append(tab)
+        CopyText.appendField(String(job.priority), to: &buffer); buffer.append(tab)
+        CopyText.appendField(job.runAt.map(PostgresTimestamp.format), to: &buffer); buffer.append(tab)
+        CopyText.appendField(String(job.delaySeconds), to: &buffer); buffer.append(tab)
+        CopyText.appendField(job.idempotencyKey, to: &buffer); buffer.append(tab)
+        CopyText.appendField(job.retrySchedule.map { "{" + $0.map { String($0) }.joined(separator: ",") + "}" }, to: &buffer)
+        buffer.append(0x0A)
+    }
+
+    // MARK: Reading
+
+    /// Jobs matching `filter`, newest first.
+    public func listJobs(_ filter: JobFilter) throws -> [JobSummary] {
+        let result = try connection.query(
+            AdminStatements.listJobs,
+            [filter.state?.rawValue, filter.queue, filter.urlContains, filter.createdSince, filter.finishedSince,
+             filter.errorContains, filter.limit])
+        return try result.rows.map(Self.summary)
+    }
+
+    static func summary(_ row: PostgresRow) throws -> JobSummary {
+        let stateText: String = try row.decode(2)
+        return JobSummary(
+            id: try row.decode(0), queue: try row.decode(1), state: JobState(rawValue: stateText) ?? .pending,
+            priority: try row.decode(3), method: try row.decode(4), url: try row.decode(5),
+            attempt: try row.decode(6), maxAttempts: try row.decode(7), runAt: try row.decode(8),
+            createdAt: try row.decode(9), finishedAt: try row.decode(10), lastStatus: try row.decode(11),
+            lastError: try row.decode(12))
+    }
+
+    /// One job with its attempts, secret header values redacted; nil when there is no such job.
+    public func job(_ id: Int64) throws -> JobDetail? {
+        let result = try connection.query(AdminStatements.showJob, [id])
+        guard result.rowCount == 1 else { return nil }
+        let row = result[0]
+        let stateText: String = try row.decode(2)
+        let summary = JobSummary(
+            id: try row.decode(0), queue: try row.decode(1), state: JobState(rawValue: stateText) ?? .pending,
+            priority: try row.decode(3), method: try row.decode(4), url: try row.decode(5),
+            attempt: try row.decode(8), maxAttempts: try row.decode(9), runAt: try row.decode(11),
+            createdAt: try row.decode(12), finishedAt: try row.decode(14), lastStatus: try row.decode(18),
+            lastError: try row.decode(19))
+        let headers = try JobStore.decodeHeaders(try row.decode(6)).map { ($0.0, SecretHeaders.display(name: $0.0, value: $0.1)) }
+        let scheduleText: String? = try row.decode(10)
+        let attempts = try connection.query(AdminStatements.jobAttempts, [id]).rows.map { row in
+            AttemptSummary(
+                attempt: try row.decode(0), startedAt: try row.decode(1), finishedAt: try row.decode(2),
+                durationMilliseconds: try row.decode(3), status: try row.decode(4), error: try row.decode(5),
+                worker: try row.decode(6), responseExcerpt: try row.decode(7))
+        }
+        return JobDetail(
+            summary: summary, headers: headers, body: try row.decode(7),
+            retrySchedule: scheduleText.flatMap { PostgresArray.parse($0) }.map { $0.compactMap { $0.flatMap(Double.init) } },
+            updatedAt: try row.decode(13), lockedBy: try row.decode(15), lockedUntil: try row.decode(16),
+            idempotencyKey: try row.decode(17), attempts: attempts)
+    }
+
+    // MARK: Changing jobs
+
+    /// Cancels pending or retrying jobs.
+    public func cancel(_ ids: [Int64]) throws -> [JobChange] {
+        try changes(AdminStatements.cancelJobs, ids)
+    }
+
+    /// Makes pending or retrying jobs due now.
+    public func retryNow(_ ids: [Int64]) throws -> [JobChange] {
+        try changes(AdminStatements.retryJobsNow, ids)
+    }
+
+    /// Moves the given dead jobs back to pending with fresh attempts.
+    public func requeueDead(_ ids: [Int64]) throws -> [JobChange] {
+        try changes(AdminStatements.requeueDeadByID, ids)
+    }
+
+    private func changes(_ sql: String, _ ids: [Int64]) throws -> [JobChange] {
+        try connection.query(sql, [PostgresArray(ids)]).rows.map { row in
+            let state: String? = try row.decode(2)
+            return JobChange(id: try row.decode(0), changed: try row.decode(1), previousState: state.flatMap(JobState.init))
+        }
+    }
+
+    /// Dead jobs matching a bulk requeue's filter: how many, and the highest id.
+    public func countDead(queue: String?, since: Date?, errorContains: String?) throws -> (count: Int, maxID: Int64) {
+        let row = try connection.query(AdminStatements.countDead, [queue, since, errorContains, Int64.max])[0]
+        return (try row.decode(0), try row.decode(1))
+    }
+
+    /// Requeues matching dead jobs with ids up to `maxID`, `batchSize` per transaction.
+    ///
+    /// - Returns: how many moved.
+    public func requeueDead(
+        queue: String?, since: Date?, errorContains: String?, maxID: Int64, batchSize: Int,
+        progress: (Int) -> Void = { _ in }
+    ) throws -> Int {
+        var after: Int64 = 0
+        var moved = 0
+        while true {
+            let row = try connection.query(
+                AdminStatements.requeueDeadBatch, [queue, since, errorContains, maxID, after, batchSize])[0]
+            let count: Int = try row.decode(0)
+            if count == 0 { return moved }
+            moved += count
+            after = try row.decode(1)
+            progress(moved)
+        }
+    }
+
+    /// Finished jobs a purge would delete.
+    public func countPurgeable(state: JobState, olderThan cutoff: Date, queue: String?) throws -> Int {
+        try connection.query(AdminStatements.countPurgeable, [state.rawValue, cutoff, queue])[0].decode(0)
+    }
+
+    /// Deletes finished jobs (and their attempts) in batches; returns how many.
+    public func purge(
+        state: JobState, olderThan cutoff: Date, queue: String?, batchSize: Int, progress: (Int) -> Void = { _ in }
+    ) throws -> Int {
+        var deleted = 0
+        while true {
+            let count = try connection.query(AdminStatements.purgeBatch, [state.rawValue, cutoff, queue, batchSize])
+                .affectedRows
+            deleted += count
+            if count > 0 { progress(deleted) }
+            if count < batchSize { return deleted }
+        }
+    }
+
+    // MARK: Queues
+
+    /// Every known queue and its settings.
+    public func queues() throws -> [QueueSettings] {
+        try connection.query(AdminStatements.listQueues).rows.map { row in
+            let scheduleText: String? = try row.decode(3)
+            return QueueSettings(
+                name: try row.decode(0), paused: try row.decode(1), maxAttempts: try row.decode(2),
+                retrySchedule: scheduleText.flatMap { PostgresArray.parse($0) }.map { $0.compactMap { $0.flatMap(Double.init) } },
+                signed: try row.decode(4), maxInFlight: try row.decode(5))
+        }
+    }
+
+    /// Pauses or resumes a queue.
+    public func setPaused(_ queue: String, _ paused: Bool) throws {
+        _ = try connection.query(AdminStatements.setPaused, [queue, paused])
+    }
+
+    /// Applies a settings change to a queue.
+    public func update(_ queue: String, _ change: QueueSettingsChange) throws {
+        let maxAttempts: Int? = change.maxAttempts ?? nil
+        let schedule: [Double]? = change.retrySchedule ?? nil
+        let secret: String? = change.signingSecret ?? nil
+        let inFlight: Int? = change.maxInFlight ?? nil
+        _ = try connection.query(
+            AdminStatements.setQueue,
+            [queue, change.maxAttempts != nil, maxAttempts, change.retrySchedule != nil,
+             schedule.map { PostgresArray($0) }, change.signingSecret != nil, secret,
+             change.maxInFlight != nil, inFlight])
+    }
+
+    // MARK: Stats
+
+    /// Per-queue health and whole-table estimates.
+    public func stats() throws -> QueueStatsReport {
+        var health: [String: QueueHealth] = [:]
+        func entry(_ queue: String) -> QueueHealth { health[queue] ?? QueueHealth(queue: queue) }
+        for row in try connection.query(AdminStatements.statsActive).rows {
+            let queue: String = try row.decode(0)
+            var item = entry(queue)
+            let count: Int = try row.decode(2)
+            switch try row.decode(1, as: String.self) {
+            case "pending": item.pending = count
+            case "running": item.running = count
+            case "retrying": item.retrying = count
+            default: item.dead = count
+            }
+            if let lag: Double = try row.decode(3) { item.lagSeconds = max(item.lagSeconds, lag) }
+            health[queue] = item
+        }
+        for row in try connection.query(AdminStatements.statsLastHour).rows {
+            let queue: String = try row.decode(0)
+            var item = entry(queue)
+            item.succeededLastHour = try row.decode(1)
+            item.deadLastHour = try row.decode(2)
+            health[queue] = item
+        }
+        for row in try connection.query(AdminStatements.statsLatency).rows {
+            let queue: String = try row.decode(0)
+            var item = entry(queue)
+            item.recentAttempts = try row.decode(1)
+            item.p50Milliseconds = try row.decode(2)
+            item.p95Milliseconds = try row.decode(3)
+            item.p99Milliseconds = try row.decode(4)
+            health[queue] = item
+        }
+        for row in try connection.query(AdminStatements.pausedQueues).rows {
+            let queue: String = try row.decode(0)
+            var item = entry(queue)
+            item.paused = true
+            health[queue] = item
+        }
+        var totals: [JobState: Int] = [:]
+        let estimate = try connection.query(AdminStatements.statsEstimate)
+        if estimate.rowCount == 1 {
+            let rows: Double = try estimate[0].decode(0)
+            let values: String? = try estimate[0].decode(1)
+            let freqs: String? = try estimate[0].decode(2)
+            if rows > 0, let values = values.flatMap(PostgresArray.parse), let freqs = freqs.flatMap(PostgresArray.parse) {
+                for (value, freq) in zip(values, freqs) {
+                    if let state = value.flatMap(JobState.init), let f = freq.flatMap(Double.init) {
+                        totals[state] = Int((rows * f).rounded())
+                    }
+                }
+            }
+        }
+        return QueueStatsReport(queues: health.values.sorted { $0.queue < $1.queue }, estimatedTotals: totals)
+    }
+}
+
+/// A bulk import stopped because lines were rejected; nothing was written.
+public struct ImportRejected: Error, Sendable {
+    /// Every rejected line, in order.
+    public var problems: [ImportProblem]
+}

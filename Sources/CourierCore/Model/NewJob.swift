@@ -1,0 +1,89 @@
+import Foundation
+
+/// A job to enqueue, as the CLI and the bulk loader describe it. Validation is not done here:
+/// `courier.validate_job` in the database is the one definition of a valid job.
+public struct NewJob: Sendable, Equatable {
+    /// Absolute http(s) URL.
+    public var url: String
+    /// HTTP method (default POST).
+    public var method: String = "POST"
+    /// Request headers, in order.
+    public var headers: [(String, String)] = []
+    /// Request body; nil for none.
+    public var body: [UInt8]?
+    /// Queue (default `default`).
+    public var queue: String = "default"
+    /// Run at this time; nil means now plus `delaySeconds`.
+    public var runAt: Date?
+    /// Seconds from now before the first attempt, when `runAt` is nil (default 0).
+    public var delaySeconds: Double = 0
+    /// Attempts allowed; nil uses the queue's default (else 10).
+    public var maxAttempts: Int?
+    /// Lower runs first (default 0).
+    public var priority: Int = 0
+    /// Unique per queue while set.
+    public var idempotencyKey: String?
+    /// The job's own retry delays in seconds; nil uses the queue's schedule.
+    public var retrySchedule: [Double]?
+
+    /// Creates a job for `url`; set the other fields as needed.
+    public init(url: String) {
+        self.url = url
+    }
+
+    public static func == (lhs: NewJob, rhs: NewJob) -> Bool {
+        lhs.url == rhs.url && lhs.method == rhs.method && lhs.headers.elementsEqual(rhs.headers, by: ==)
+            && lhs.body == rhs.body && lhs.queue == rhs.queue && lhs.runAt == rhs.runAt
+            && lhs.delaySeconds == rhs.delaySeconds && lhs.maxAttempts == rhs.maxAttempts
+            && lhs.priority == rhs.priority && lhs.idempotencyKey == rhs.idempotencyKey
+            && lhs.retrySchedule == rhs.retrySchedule
+    }
+
+    /// Whether a header of this name (case-insensitive) is set.
+    public func hasHeader(_ name: String) -> Bool {
+        headers.contains { $0.0.caseInsensitiveCompare(name) == .orderedSame }
+    }
+
+    /// The headers as the JSON object `courier.jobs.headers` holds.
+    public var headersJSON: String {
+        var object: [String: String] = [:]
+        for (name, value) in headers { object[name] = value }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// Writes rows in the text format of `COPY ... FROM STDIN`.
+public enum CopyText {
+    /// Appends one field, escaped; nil is `\N`.
+    public static func appendField(_ value: String?, to buffer: inout [UInt8]) {
+        guard let value else {
+            buffer += [0x5C, 0x4E]  // \N
+            return
+        }
+        for byte in value.utf8 {
+            switch byte {
+            case 0x5C: buffer += [0x5C, 0x5C]
+            case 0x0A: buffer += [0x5C, 0x6E]
+            case 0x0D: buffer += [0x5C, 0x72]
+            case 0x09: buffer += [0x5C, 0x74]
+            default: buffer.append(byte)
+            }
+        }
+    }
+
+    /// Appends a bytea field in hex form (`\\x...` once escaped for COPY).
+    public static func appendBytea(_ bytes: [UInt8]?, to buffer: inout [UInt8]) {
+        guard let bytes else {
+            buffer += [0x5C, 0x4E]
+            return
+        }
+        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        buffer += [0x5C, 0x5C, 0x78]
+        buffer.reserveCapacity(buffer.count + bytes.count * 2)
+        for byte in bytes {
+            buffer.append(digits[Int(byte >> 4)])
+            buffer.append(digits[Int(byte & 0x0F)])
+        }
+    }
+}

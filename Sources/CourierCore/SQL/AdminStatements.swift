@@ -1,0 +1,300 @@
+/// The statements of the admin CLI. Each reads or changes jobs through the indexes of
+/// `0001_init.sql`, and every change is guarded by the state it expects (a cancel never touches
+/// a running job, a requeue only dead ones).
+public enum AdminStatements {
+    /// Enqueues one job through `courier.enqueue_raw`, so validation and idempotency are the
+    /// SQL function's. `$6` an exact run time or NULL for now + `$10` seconds.
+    public static let enqueueOne = """
+        SELECT courier.enqueue_raw(url => $1, body => $2, method => $3, headers => $4::jsonb, queue => $5,
+            run_at => coalesce($6::timestamptz, now() + coalesce($10::float8, 0) * interval '1 second'),
+            max_attempts => $7, idempotency_key => $8, priority => $9,
+            retry_schedule => (SELECT array_agg(s * interval '1 second' ORDER BY n)
+                               FROM unnest($11::float8[]) WITH ORDINALITY AS u(s, n)))
+        """
+
+    /// The bulk loader's staging table, private to the session and dropped at commit.
+    public static let createImportTable = """
+        CREATE TEMP TABLE courier_import (
+            line bigint NOT NULL, url text, method text, headers jsonb, queue text, body bytea,
+            max_attempts integer, priority integer, run_at timestamptz, delay_s float8,
+            idempotency_key text, retry_s float8[]
+        ) ON COMMIT DROP
+        """
+
+    /// Streams staged rows (`CopyText`, columns in this order).
+    public static let copyImport = """
+        COPY courier_import (line, url, method, headers, queue, body, max_attempts, priority, run_at, delay_s,
+                             idempotency_key, retry_s) FROM STDIN
+        """
+
+    /// Whether any staged row is invalid, checking each distinct request shape once: a bulk
+    /// load usually repeats a few URLs, methods and header sets, and validation costs about
+    /// 25 µs a row. The shape keeps exactly what `courier.validate_job` looks at: the body only
+    /// as "over the limit or not", the idempotency key only as "absent, bad or fine", and
+    /// `run_at` is never NULL here. Only when this finds a problem does `importProblems` run
+    /// row by row to name the lines.
+    public static let importHasProblems = """
+        SELECT EXISTS (
+            SELECT 1 FROM (
+                SELECT DISTINCT url, method, headers, queue, max_attempts, priority, retry_s,
+                    CASE WHEN octet_length(body) > 1048576 THEN octet_length(body) ELSE 0 END AS body_size,
+                    CASE WHEN idempotency_key IS NULL THEN NULL
+                         WHEN idempotency_key = '' OR length(idempotency_key) > 255 THEN idempotency_key
+                         ELSE 'k' END AS key_shape
+                FROM courier_import
+            ) shape
+            WHERE courier.job_problem(url, method, headers, queue, body_size, max_attempts, priority,
+                (SELECT array_agg(s * interval '1 second' ORDER BY n) FROM unnest(retry_s) WITH ORDINALITY AS u(s, n)),
+                key_shape, now()) IS NOT NULL
+        )
+        """
+
+    /// Every staged line `courier.validate_job` rejects, with its message (via
+    /// `courier.job_problem`, so the rules are the ones `courier.enqueue` applies).
+    public static let importProblems = """
+        SELECT line, problem FROM (
+            SELECT i.line, courier.job_problem(i.url, i.method, i.headers, i.queue,
+                coalesce(octet_length(i.body), 0), i.max_attempts, i.priority,
+                (SELECT array_agg(s * interval '1 second' ORDER BY n) FROM unnest(i.retry_s) WITH ORDINALITY AS u(s, n)),
+                i.idempotency_key, coalesce(i.run_at, now())) AS problem
+            FROM courier_import i
+        ) p
+        WHERE problem IS NOT NULL
+        ORDER BY line
+        """
+
+    /// Drops staged lines `$1` (the rejected ones, under `--skip-invalid`).
+    public static let dropImportLines = "DELETE FROM courier_import WHERE line = ANY ($1::bigint[])"
+
+    /// Moves the staged rows into `courier.jobs` in one statement (one NOTIFY per queue through
+    /// the statement trigger). An idempotency key already in the queue keeps the first job.
+    public static let insertImport = """
+        INSERT INTO courier.jobs (queue, priority, method, url, headers, body, max_attempts, retry_schedule,
+                                  run_at, idempotency_key)
+        SELECT i.queue, i.priority, upper(i.method), i.url, i.headers, i.body,
+               coalesce(i.max_attempts, q.max_attempts, 10),
+               (SELECT array_agg(s * interval '1 second' ORDER BY n) FROM unnest(i.retry_s) WITH ORDINALITY AS u(s, n)),
+               coalesce(i.run_at, now() + coalesce(i.delay_s, 0) * interval '1 second'), i.idempotency_key
+        FROM courier_import i
+        LEFT JOIN courier.queues q ON q.name = i.queue
+        ORDER BY i.line
+        ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        """
+
+    /// Newest first, filtered: `$1` state, `$2` queue, `$3` URL substring, `$4` created since,
+    /// `$5` finished since, `$6` error substring, `$7` limit (NULL filters are off). Walks the
+    /// primary key backwards, or `jobs_state_queue_idx` when a state is given.
+    public static let listJobs = """
+        SELECT id, queue, state::text, priority, method, url, attempt, max_attempts, run_at, created_at,
+               finished_at, last_status, last_error
+        FROM courier.jobs
+        WHERE ($1::courier.job_state IS NULL OR state = $1::courier.job_state)
+          AND ($2::text IS NULL OR queue = $2)
+          AND ($3::text IS NULL OR strpos(url, $3) > 0)
+          AND ($4::timestamptz IS NULL OR created_at >= $4)
+          AND ($5::timestamptz IS NULL OR finished_at >= $5)
+          AND ($6::text IS NULL OR strpos(coalesce(last_error, ''), $6) > 0)
+        ORDER BY id DESC
+        LIMIT $7
+        """
+
+    /// One job, whole.
+    public static let showJob = """
+        SELECT id, queue, state::text, priority, method, url, headers::text, body, attempt, max_attempts,
+               (SELECT array_agg(extract(epoch FROM d)::float8 ORDER BY n)
+                FROM unnest(retry_schedule) WITH ORDINALITY AS u(d, n)) AS retry_s,
+               run_at, created_at, updated_at, finished_at, locked_by, locked_until, idempotency_key,
+               last_status, last_error
+        FROM courier.jobs WHERE id = $1
+        """
+
+    /// A job's attempts in order (served by `attempts_job_idx`).
+    public static let jobAttempts = """
+        SELECT attempt, started_at, finished_at, duration_ms, status, error, worker, left(response_excerpt, 300)
+        FROM courier.attempts WHERE job_id = $1 ORDER BY id
+        """
+
+    /// Cancels jobs `$1` that are pending or retrying. Returns one row per asked id: whether it
+    /// changed, and its state before (NULL when there is no such job).
+    public static let cancelJobs = """
+        WITH wanted AS (SELECT DISTINCT unnest($1::bigint[]) AS id),
+        changed AS (
+            UPDATE courier.jobs j
+            SET state = 'cancelled', finished_at = now(), updated_at = now()
+            WHERE j.id IN (SELECT id FROM wanted) AND j.state IN ('pending', 'retrying')
+            RETURNING j.id
+        )
+        SELECT w.id, c.id IS NOT NULL AS changed, j.state::text
+        FROM wanted w LEFT JOIN changed c ON c.id = w.id LEFT JOIN courier.jobs j ON j.id = w.id
+        ORDER BY w.id
+        """
+
+    /// Makes jobs `$1` that are pending or retrying due now, and wakes the workers. Same result
+    /// shape as `cancelJobs`.
+    public static let retryJobsNow = """
+        WITH wanted AS (SELECT DISTINCT unnest($1::bigint[]) AS id),
+        changed AS (
+            UPDATE courier.jobs j
+            SET run_at = now(), updated_at = now()
+            WHERE j.id IN (SELECT id FROM wanted) AND j.state IN ('pending', 'retrying')
+            RETURNING j.id, j.queue
+        ),
+        woken AS (SELECT pg_notify('courier_jobs', q.queue) FROM (SELECT DISTINCT queue FROM changed) q)
+        SELECT w.id, c.id IS NOT NULL AS changed, j.state::text, (SELECT count(*) FROM woken) AS woken
+        FROM wanted w LEFT JOIN changed c ON c.id = w.id LEFT JOIN courier.jobs j ON j.id = w.id
+        ORDER BY w.id
+        """
+
+    /// Moves dead jobs `$1` back to `pending` with fresh attempts; their attempt history stays.
+    /// Same result shape as `cancelJobs`.
+    public static let requeueDeadByID = """
+        WITH wanted AS (SELECT DISTINCT unnest($1::bigint[]) AS id),
+        changed AS (
+            UPDATE courier.jobs j
+            SET state = 'pending', attempt = 0, run_at = now(), finished_at = NULL, updated_at = now()
+            WHERE j.id IN (SELECT id FROM wanted) AND j.state = 'dead'
+            RETURNING j.id, j.queue
+        ),
+        woken AS (SELECT pg_notify('courier_jobs', q.queue) FROM (SELECT DISTINCT queue FROM changed) q)
+        SELECT w.id, c.id IS NOT NULL AS changed, j.state::text, (SELECT count(*) FROM woken) AS woken
+        FROM wanted w LEFT JOIN changed c ON c.id = w.id LEFT JOIN courier.jobs j ON j.id = w.id
+        ORDER BY w.id
+        """
+
+    /// The filter of a bulk requeue: dead, `$1` queue, `$2` died since, `$3` error substring,
+    /// ids up to `$4` (fixed when the requeue starts, so it ends).
+    static let deadFilter = """
+        state = 'dead'
+          AND ($1::text IS NULL OR queue = $1)
+          AND ($2::timestamptz IS NULL OR finished_at >= $2)
+          AND ($3::text IS NULL OR strpos(coalesce(last_error, ''), $3) > 0)
+          AND id <= $4
+        """
+
+    /// How many dead jobs a bulk requeue would move, and the highest id among them.
+    public static let countDead = """
+        SELECT count(*), coalesce(max(id), 0) FROM courier.jobs WHERE \(deadFilter)
+        """
+
+    /// One batch of a bulk requeue: the next `$6` matching dead jobs after id `$5`, in id order,
+    /// each batch its own short transaction so a million dead jobs never hold one long lock.
+    /// Returns the ids moved.
+    public static let requeueDeadBatch = """
+        WITH picked AS (
+            SELECT id FROM courier.jobs
+            WHERE \(deadFilter) AND id > $5
+            ORDER BY id
+            LIMIT $6
+            FOR UPDATE
+        ),
+        changed AS (
+            UPDATE courier.jobs j
+            SET state = 'pending', attempt = 0, run_at = now(), finished_at = NULL, updated_at = now()
+            FROM picked WHERE j.id = picked.id
+            RETURNING j.id, j.queue
+        ),
+        woken AS (SELECT pg_notify('courier_jobs', q.queue) FROM (SELECT DISTINCT queue FROM changed) q)
+        SELECT count(*), coalesce(max(id), 0), (SELECT count(*) FROM woken) FROM changed
+        """
+
+    /// Finished jobs a purge would delete: state `$1`, finished before `$2`, queue `$3`.
+    public static let countPurgeable = """
+        SELECT count(*) FROM courier.jobs
+        WHERE state = $1::courier.job_state AND finished_at < $2 AND ($3::text IS NULL OR queue = $3)
+        """
+
+    /// Deletes one batch of up to `$4` finished jobs (oldest first, through
+    /// `jobs_finished_idx`); their attempts go with them (ON DELETE CASCADE).
+    public static let purgeBatch = """
+        WITH doomed AS (
+            SELECT id FROM courier.jobs
+            WHERE state = $1::courier.job_state AND finished_at < $2 AND ($3::text IS NULL OR queue = $3)
+            ORDER BY finished_at
+            LIMIT $4
+        )
+        DELETE FROM courier.jobs j USING doomed WHERE j.id = doomed.id
+        """
+
+    /// Every known queue: those with settings and those with unfinished jobs.
+    public static let listQueues = """
+        SELECT n.name, coalesce(q.paused, false), q.max_attempts,
+               (SELECT array_agg(extract(epoch FROM d)::float8 ORDER BY k)
+                FROM unnest(q.retry_schedule) WITH ORDINALITY AS u(d, k)) AS retry_s,
+               q.signing_secret IS NOT NULL, q.max_in_flight
+        FROM (
+            SELECT name FROM courier.queues
+            UNION
+            SELECT DISTINCT queue FROM courier.jobs WHERE state IN ('pending', 'running', 'retrying')
+        ) n
+        LEFT JOIN courier.queues q ON q.name = n.name
+        ORDER BY n.name
+        """
+
+    /// Pauses (`$2` true) or resumes queue `$1`, creating its settings row if needed.
+    public static let setPaused = """
+        INSERT INTO courier.queues AS q (name, paused) VALUES ($1, $2)
+        ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = now()
+        """
+
+    /// Changes chosen settings of queue `$1`: each `$even` flag says whether the following value
+    /// replaces the current one (a NULL value restores the default).
+    public static let setQueue = """
+        INSERT INTO courier.queues AS q (name, max_attempts, retry_schedule, signing_secret, max_in_flight)
+        VALUES ($1, $3, (SELECT array_agg(s * interval '1 second' ORDER BY n)
+                         FROM unnest($5::float8[]) WITH ORDINALITY AS u(s, n)), $7, $9)
+        ON CONFLICT (name) DO UPDATE SET
+            max_attempts = CASE WHEN $2 THEN excluded.max_attempts ELSE q.max_attempts END,
+            retry_schedule = CASE WHEN $4 THEN excluded.retry_schedule ELSE q.retry_schedule END,
+            signing_secret = CASE WHEN $6 THEN excluded.signing_secret ELSE q.signing_secret END,
+            max_in_flight = CASE WHEN $8 THEN excluded.max_in_flight ELSE q.max_in_flight END,
+            updated_at = now()
+        """
+
+    /// Unfinished and dead jobs per queue and state (exact, over `jobs_state_queue_idx`),
+    /// with the oldest due job's age in seconds (the lag).
+    public static let statsActive = """
+        SELECT queue, state::text, count(*),
+               extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8
+        FROM courier.jobs
+        WHERE state IN ('pending', 'running', 'retrying', 'dead')
+        GROUP BY queue, state
+        """
+
+    /// Succeeded and dead per queue in the last hour (a range of `jobs_finished_idx`).
+    public static let statsLastHour = """
+        SELECT queue, count(*) FILTER (WHERE state = 'succeeded'), count(*) FILTER (WHERE state = 'dead')
+        FROM courier.jobs
+        WHERE finished_at >= now() - interval '1 hour'
+        GROUP BY queue
+        """
+
+    /// Attempt duration percentiles (ms) per queue over the 10,000 most recent attempts of the
+    /// last 15 minutes (read backwards along `attempts_finished_idx`).
+    public static let statsLatency = """
+        SELECT j.queue, count(*),
+               percentile_cont(0.5) WITHIN GROUP (ORDER BY a.duration_ms),
+               percentile_cont(0.95) WITHIN GROUP (ORDER BY a.duration_ms),
+               percentile_cont(0.99) WITHIN GROUP (ORDER BY a.duration_ms)
+        FROM (
+            SELECT job_id, duration_ms FROM courier.attempts
+            WHERE finished_at >= now() - interval '15 minutes'
+            ORDER BY finished_at DESC
+            LIMIT 10000
+        ) a
+        JOIN courier.jobs j ON j.id = a.job_id
+        GROUP BY j.queue
+        """
+
+    /// The planner's estimate of all rows and of the share of each state: finished jobs can
+    /// number millions, and an exact count would scan them.
+    public static let statsEstimate = """
+        SELECT c.reltuples::float8, s.most_common_vals::text, s.most_common_freqs::float8[]::text
+        FROM pg_class c
+        JOIN pg_namespace ns ON ns.oid = c.relnamespace AND ns.nspname = 'courier'
+        LEFT JOIN pg_stats s ON s.schemaname = 'courier' AND s.tablename = 'jobs' AND s.attname = 'state'
+        WHERE c.relname = 'jobs'
+        """
+
+    /// The names of paused queues.
+    public static let pausedQueues = "SELECT name FROM courier.queues WHERE paused ORDER BY name"
+}

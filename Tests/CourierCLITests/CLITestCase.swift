@@ -1,0 +1,54 @@
+import CourierTesting
+import Foundation
+import Postgres
+import XCTest
+
+/// A migrated database of its own per test class, and helpers to run `courier` against it.
+class CLITestCase: XCTestCase {
+    var databaseURL = ""
+    var connection: PostgresConnection!
+
+    override func setUpWithError() throws {
+        databaseURL = try TestDatabase.create(label: "cli")
+        connection = try PostgresConnection(databaseURL)
+    }
+
+    override func tearDown() {
+        connection?.close()
+        if !databaseURL.isEmpty { TestDatabase.drop(databaseURL) }
+    }
+
+    func courier(_ arguments: String..., stdin: Data? = nil) throws -> CommandResult {
+        try CourierRunner.run(arguments, databaseURL: databaseURL, stdin: stdin)
+    }
+
+    func count(_ sql: String, _ parameters: [any PostgresEncodable] = []) throws -> Int {
+        try connection.query(sql, parameters)[0].decode(0)
+    }
+
+    var jobCount: Int { get throws { try count("SELECT count(*) FROM courier.jobs") } }
+
+    /// Asserts a failed run: the exit code, exactly one line on stderr containing `fragment`.
+    func assertFails(
+        _ result: CommandResult, code: Int32, mentioning fragment: String, file: StaticString = #filePath, line: UInt = #line
+    ) {
+        XCTAssertEqual(result.status, code, result.stderr, file: file, line: line)
+        XCTAssertEqual(result.stderrLines.count, 1, "expected one line: \(result.stderr)", file: file, line: line)
+        XCTAssertTrue(result.stderr.contains(fragment), "\(fragment.debugDescription) not in \(result.stderr)", file: file, line: line)
+        XCTAssertTrue(result.stderr.hasPrefix("error: "), result.stderr, file: file, line: line)
+    }
+
+    /// Inserts a job directly in `state` (finished states get finished_at) and returns its id.
+    @discardableResult
+    func insertJob(state: String = "pending", queue: String = "default", url: String = "http://127.0.0.1:9/x",
+                   lastError: String? = nil, finishedAgo: Double = 0) throws -> Int64 {
+        try connection.query(
+            """
+            INSERT INTO courier.jobs (queue, state, url, attempt, finished_at, last_error, locked_by, locked_until)
+            VALUES ($1, $2::courier.job_state, $3, CASE WHEN $2 IN ('pending') THEN 0 ELSE 1 END,
+                    CASE WHEN $2 IN ('succeeded', 'dead', 'cancelled') THEN now() - $5 * interval '1 second' END, $4,
+                    CASE WHEN $2 = 'running' THEN 'w' END, CASE WHEN $2 = 'running' THEN now() + interval '1 minute' END)
+            RETURNING id
+            """, [queue, state, url, lastError, finishedAgo])[0].decode(0)
+    }
+}

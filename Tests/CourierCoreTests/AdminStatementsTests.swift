@@ -1,0 +1,62 @@
+import CourierCore
+import CourierTesting
+import Foundation
+import Postgres
+import XCTest
+
+final class AdminStatementsTests: XCTestCase {
+    private var connection: PostgresConnection!
+
+    override func setUpWithError() throws {
+        connection = try PostgresConnection(try TestDatabase.shared(label: "adminstatements"))
+    }
+
+    override func tearDown() {
+        connection?.close()
+    }
+
+    func testEveryAdminStatementPrepares() throws {
+        let statements = [
+            AdminStatements.enqueueOne, AdminStatements.listJobs, AdminStatements.showJob, AdminStatements.jobAttempts,
+            AdminStatements.cancelJobs, AdminStatements.retryJobsNow, AdminStatements.requeueDeadByID,
+            AdminStatements.countDead, AdminStatements.requeueDeadBatch, AdminStatements.countPurgeable,
+            AdminStatements.purgeBatch, AdminStatements.listQueues, AdminStatements.setPaused, AdminStatements.setQueue,
+            AdminStatements.statsActive, AdminStatements.statsLastHour, AdminStatements.statsLatency,
+            AdminStatements.statsEstimate, AdminStatements.pausedQueues,
+        ]
+        for (index, sql) in statements.enumerated() {
+            XCTAssertNoThrow(try connection.prepare(name: "admin_\(index)", sql: sql), sql)
+        }
+        // The import statements need the session's staging table.
+        try connection.transaction { connection in
+            try connection.simpleQuery(AdminStatements.createImportTable)
+            for (index, sql) in [AdminStatements.importHasProblems, AdminStatements.importProblems,
+                                 AdminStatements.dropImportLines, AdminStatements.insertImport].enumerated() {
+                XCTAssertNoThrow(try connection.prepare(name: "import_\(index)", sql: sql), sql)
+            }
+        }
+    }
+
+    func testImportRejectsExactlyWhatEnqueueRejects() throws {
+        let store = AdminStore(connection: connection)
+        let queue = "import\(UInt32.random(in: 0...UInt32.max))"
+        var good = NewJob(url: "https://example.com/ok")
+        good.queue = queue
+        var bad = good
+        bad.url = "https://example.com/x"
+        bad.headers = [("Content-Length", "3")]
+        var big = good
+        big.body = [UInt8](repeating: 65, count: 1_048_577)
+        var key = good
+        key.idempotencyKey = ""
+        for job in [bad, big, key] {
+            XCTAssertThrowsError(try store.enqueue(job), "enqueue must refuse what the import refuses")
+        }
+        XCTAssertThrowsError(try store.importJobs([[(1, good), (2, bad), (3, big), (4, key), (5, good)]], skipInvalid: false)) { error in
+            XCTAssertEqual((error as? ImportRejected)?.problems.map(\.line), [2, 3, 4])
+        }
+        let report = try store.importJobs([[(1, good), (2, bad)], [(3, big), (4, key), (5, good)]], skipInvalid: true)
+        XCTAssertEqual(report.inserted, 2)
+        XCTAssertEqual(report.rejected.map(\.line), [2, 3, 4])
+    }
+}
