@@ -19,7 +19,7 @@ public struct Courier: AsyncParsableCommand {
             """,
         subcommands: [
             MigrateCommand.self, EnqueueCommand.self, WorkerCommand.self, JobsCommand.self, DeadCommand.self,
-            QueuesCommand.self, StatsCommand.self, PurgeCommand.self, DemoCommand.self,
+            QueuesCommand.self, StatsCommand.self, PurgeCommand.self, DemoCommand.self, BenchCommand.self,
         ]
     )
 

@@ -65,6 +65,12 @@ final class ClaimLoop: @unchecked Sendable {
         }
     }
 
+    /// While draining a backlog, claim again only once this many slots are free: every claim
+    /// is a round trip and a commit, so refilling one slot at a time would cost a claim per
+    /// job. A notification or the poll still claims for any free slot, which keeps a lone new
+    /// job fast.
+    private var refillThreshold: Int { max(1, min(configuration.batchSize, slots / 4)) }
+
     /// Jobs in flight now.
     var inFlightCount: Int { condition.withLock { inFlight.count } }
 
@@ -126,7 +132,7 @@ final class ClaimLoop: @unchecked Sendable {
                     // 4. Claim when there is room and a reason: a notification, the poll interval,
                     // or a full previous batch (more may be waiting).
                     let pollDue = DispatchTime.now() >= lastClaim + configuration.pollInterval
-                    if free > 0 && (wasWoken || pollDue || lastClaimWasFull) {
+                    if free > 0 && (wasWoken || pollDue || (lastClaimWasFull && free >= refillThreshold)) {
                         let limit = min(free, configuration.batchSize)
                         let jobs = try store.claim(
                             queues: configuration.queues, limit: limit,
@@ -171,7 +177,9 @@ final class ClaimLoop: @unchecked Sendable {
             // 6. Sleep until something happens: a delivery finishes, a notification, the next
             // poll or heartbeat, or a stop.
             condition.lock()
-            if finished.isEmpty && !woken && !(stopping && !isStopping) && !(lastClaimWasFull && slots > inFlight.count) {
+            if finished.isEmpty && !woken && !(stopping && !isStopping)
+                && !(lastClaimWasFull && slots - inFlight.count >= refillThreshold)
+            {
                 let nextPoll = lastClaim + configuration.pollInterval
                 let nextBeat = lastHeartbeat + configuration.heartbeatInterval
                 let wakeAt = min(nextPoll.uptimeNanoseconds, nextBeat.uptimeNanoseconds)

@@ -5,6 +5,18 @@
 /// Times come from the server's clock (`now()`), shared by every worker host; tests move jobs
 /// in time by editing `run_at` / `locked_until` instead.
 public enum WorkerStatements {
+    /// Settings of the claim's own transaction.
+    ///
+    /// `synchronous_commit = off`: the claim need not wait for its WAL flush. Lost in a crash,
+    /// it leaves the jobs due exactly as before; on a disk that flushes in ~4 ms this halves
+    /// the flushes a delivery waits for. Outcomes (`completeBatch`) still wait.
+    ///
+    /// `enable_sort = off`: the claim must walk `jobs_due_idx` in order and stop after LIMIT
+    /// rows. Right after a bulk load the statistics are stale, the planner expects one due row
+    /// and prefers reading every due row (by `jobs_state_queue_idx` or a scan) and sorting
+    /// them: 20 ms instead of 0.15 ms with 30,000 jobs waiting, measured with EXPLAIN ANALYZE.
+    public static let claimSettings = "SET LOCAL synchronous_commit = off; SET LOCAL enable_sort = off"
+
     /// Claims up to `$3` due jobs for worker `$2`, in `priority, run_at, id` order.
     ///
     /// The candidates are chosen in a CTE with `FOR UPDATE SKIP LOCKED`, so concurrent claimers

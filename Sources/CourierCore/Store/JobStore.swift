@@ -26,9 +26,15 @@ public struct JobStore {
     ///   - leaseMilliseconds: how long the lease lasts before a heartbeat must extend it.
     public func claim(queues: [String]?, limit: Int, leaseMilliseconds: Int) throws -> [ClaimedJob] {
         guard limit > 0 else { return [] }
-        let result = try connection.queryCached(
-            WorkerStatements.claimBatch,
-            [queues.map { PostgresArray($0) }, workerID, limit, leaseMilliseconds])
+        // See `WorkerStatements.claimSettings`: no wait for the WAL flush (a lost claim leaves
+        // the jobs due, and a delivery made meanwhile is a duplicate at-least-once allows), and
+        // a plan that walks the due index in order.
+        let result = try connection.transaction { connection in
+            try connection.simpleQuery(WorkerStatements.claimSettings)
+            return try connection.queryCached(
+                WorkerStatements.claimBatch,
+                [queues.map { PostgresArray($0) }, workerID, limit, leaseMilliseconds])
+        }
         var jobs: [ClaimedJob] = []
         jobs.reserveCapacity(result.rowCount)
         for row in result.rows {

@@ -1,0 +1,236 @@
+import ArgumentParser
+import CourierCore
+import CourierSink
+import CourierWorker
+import Foundation
+import Logging
+import Postgres
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `courier bench`: end-to-end throughput, latency and cost of the real worker path, next to
+/// the ceilings of the same machine (PostgreSQL alone, HTTP alone), measured in one run.
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure throughput, latency and cost against this machine's own ceilings.",
+        discussion: """
+            Starts a throwaway PostgreSQL cluster (durable settings: fsync and synchronous_commit
+            on) unless --database-url is given, and a fast HTTP sink on 127.0.0.1 unless
+            --sink-url is given. The worker is a real `courier worker` child process; its CPU
+            time and peak RSS are read from /proc. Scenarios:
+
+              drain     bulk-enqueue --jobs jobs, then time the worker until all succeeded
+              latency   one job at a time at --rate for --duration into an idle, listening worker
+              flaky     like drain, 30% of first attempts answered 503, retry after ~1 s
+              ceilings  (a) claim/complete/attempt statements with no HTTP (PostgreSQL's limit)
+                        (b) the worker's HTTP client against the sink with no database
+              inflight  1,000 deliveries held open by a slow sink: the worker's peak memory
+
+            Benchmark a release build: swift build -c release && .build/release/courier bench
+
+            Examples:
+              courier bench
+              courier bench --scenarios drain,ceilings --jobs 100000 --json
+            """
+    )
+
+    @Option(name: .customLong("database-url"), help: "Benchmark this database instead of a throwaway cluster (it gets bench-* queues).")
+    var databaseURL: String?
+    @Option(name: .customLong("sink-url"), help: "Send to this HTTP endpoint instead of the built-in sink (flaky and inflight need the built-in sink).")
+    var sinkURL: String?
+    @Option(help: "Comma-separated scenarios (default drain,latency,flaky,ceilings,inflight).")
+    var scenarios: String = "drain,latency,flaky,ceilings,inflight"
+    @Option(help: "Jobs in drain, flaky and each ceiling (default 50000).")
+    var jobs: Int = 50_000
+    @Option(help: "Latency: jobs enqueued per second (default 200).")
+    var rate: Int = 200
+    @Option(help: "Latency: how long to enqueue (default 20s).")
+    var duration: String = "20s"
+    @Option(help: "Worker deliveries in flight (default 100, the worker's default).")
+    var concurrency: Int = 100
+    @Option(help: "Worker claim loops (default 2, the worker's default).")
+    var loops: Int = 2
+    @Option(name: .customLong("batch-size"), help: "Worker claim batch (default 100, the worker's default).")
+    var batchSize: Int = 100
+    @Option(help: "Give up on a scenario after this long (default 300s).")
+    var timeout: String = "300s"
+    @OptionGroup var output: OutputOptions
+
+    func validate() throws {
+        let known: Set<String> = ["drain", "latency", "flaky", "ceilings", "inflight"]
+        for name in scenarioList where !known.contains(name) {
+            throw CLIError.usage("--scenarios: unknown scenario \(name.debugDescription) (use \(known.sorted().joined(separator: ", ")))")
+        }
+        if jobs < 1 || jobs > 5_000_000 { throw CLIError.usage("--jobs must be between 1 and 5000000") }
+        if rate < 1 || rate > 10_000 { throw CLIError.usage("--rate must be between 1 and 10000") }
+        if concurrency < 1 || loops < 1 || batchSize < 1 { throw CLIError.usage("--concurrency, --loops and --batch-size must be at least 1") }
+    }
+
+    var scenarioList: [String] { scenarios.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+
+    func run() throws {
+        let limit = try parseDuration(timeout, flag: "--timeout")
+        let latencySeconds = try parseDuration(duration, flag: "--duration")
+        let say: (String) -> Void = { line in if !output.json { print(line) } else { Output.stderr(line + "\n") } }
+
+        var cluster: ThrowawayCluster?
+        let url: String
+        if let databaseURL {
+            url = databaseURL
+        } else {
+            say("Starting a throwaway PostgreSQL cluster (fsync on, synchronous_commit on)...")
+            cluster = try ThrowawayCluster(tuning: [
+                "fsync = on", "synchronous_commit = on", "full_page_writes = on", "shared_buffers = 512MB",
+                "max_wal_size = 4GB", "checkpoint_timeout = 30min",
+            ])
+            url = cluster!.url
+        }
+        defer { cluster?.stop() }
+        let connection = try PostgresConnection(url, applicationName: "courier-bench")
+        defer { connection.close() }
+        try Migrator(logger: Logger(label: "courier.bench", factory: { _ in SwiftLogNoOpLogHandler() })).migrate(connection)
+        let settings = try connection.query(BenchStatements.serverSettings)[0]
+
+        let sink = try BenchSink.start(external: sinkURL)
+        defer { sink.shutdown() }
+        say("HTTP sink at \(sink.baseURL)\(sinkURL == nil ? " (built in)" : "")")
+
+        let runner = BenchRunner(
+            databaseURL: url, connection: connection, sink: sink, timeout: limit,
+            worker: ["--concurrency", String(concurrency), "--per-host-limit", String(concurrency), "--loops", String(loops),
+                     "--batch-size", String(batchSize), "--allow-private-targets", "--log-level", "warning"],
+            loops: loops, batchSize: batchSize, concurrency: concurrency, say: say)
+        var results: [BenchResult] = []
+        for name in scenarioList {
+            switch name {
+            case "drain": results.append(try runner.drain(jobs: jobs))
+            case "latency": results.append(try runner.latency(rate: rate, seconds: latencySeconds))
+            case "flaky":
+                guard sinkURL == nil else { say("flaky: skipped (needs the built-in sink)"); continue }
+                results.append(try runner.flaky(jobs: jobs))
+            case "ceilings":
+                results.append(try runner.databaseCeiling(jobs: jobs))
+                results.append(try runner.httpCeiling(jobs: jobs))
+            case "inflight":
+                guard sinkURL == nil else { say("inflight: skipped (needs the built-in sink)"); continue }
+                results.append(try runner.inflight(jobs: 3000, concurrency: 1000))
+            default: break
+            }
+        }
+
+        let machine = MachineInfo.current()
+        let server = "PostgreSQL \(try settings.decode(0, as: String.self)), fsync \(try settings.decode(1, as: String.self)), synchronous_commit \(try settings.decode(2, as: String.self)), shared_buffers \(try settings.decode(3, as: String.self))"
+        let goals = BenchGoals.evaluate(results)
+        if output.json {
+            try Output.json([
+                "machine": ["cores": machine.cores, "memory_gib": machine.memoryGiB, "cpu": machine.cpuModel],
+                "server": server,
+                "worker": ["concurrency": concurrency, "loops": loops, "batch_size": batchSize],
+                "scenarios": results.map(\.json),
+                "goals": goals.map { ["goal": $0.goal, "measured": $0.measured, "met": $0.met] },
+            ])
+            return
+        }
+        print("")
+        print("Machine: \(machine.cores) cores, \(machine.memoryGiB) GiB, \(machine.cpuModel)")
+        print("Server:  \(server)")
+        print("Worker:  concurrency \(concurrency), \(loops) claim loops, batch \(batchSize)\n")
+        var rows = [["SCENARIO", "JOBS", "SECONDS", "JOBS/S", "CPU S/1K JOBS", "PEAK RSS", "DETAIL"]]
+        for result in results {
+            rows.append([
+                result.name, Output.count(result.jobs), String(format: "%.2f", result.seconds),
+                Output.count(Int(result.rate.rounded())), result.cpuPerThousand.map { String(format: "%.3f", $0) } ?? "-",
+                result.peakRSS.map { String(format: "%.0f MB", Double($0) / 1_048_576) } ?? "-", result.detail,
+            ])
+        }
+        print(TextTable.render(rows))
+        if !goals.isEmpty {
+            print("")
+            for goal in goals { print("\(goal.met ? "met   " : "MISSED") \(goal.goal): \(goal.measured)") }
+        }
+    }
+}
+
+/// The numbers of one scenario.
+struct BenchResult {
+    var name: String
+    var jobs: Int
+    var seconds: Double
+    var cpuPerThousand: Double?
+    var peakRSS: Int?
+    var detail: String
+    var extra: [String: Any] = [:]
+
+    var rate: Double { Double(jobs) / max(seconds, 1e-9) }
+
+    var json: [String: Any] {
+        var object: [String: Any] = [
+            "name": name, "jobs": jobs, "seconds": (seconds * 1000).rounded() / 1000,
+            "jobs_per_second": rate.rounded(), "worker_cpu_seconds_per_1000_jobs": Output.orNull(cpuPerThousand),
+            "worker_peak_rss_bytes": Output.orNull(peakRSS),
+        ]
+        for (key, value) in extra { object[key] = value }
+        return object
+    }
+}
+
+/// Cores, memory and CPU model, printed with the results.
+struct MachineInfo {
+    var cores: Int
+    var memoryGiB: Int
+    var cpuModel: String
+
+    static func current() -> MachineInfo {
+        let info = ProcessInfo.processInfo
+        var model = "unknown CPU"
+        if let text = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
+           let line = text.split(separator: "\n").first(where: { $0.hasPrefix("model name") }),
+           let colon = line.firstIndex(of: ":")
+        {
+            model = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return MachineInfo(
+            cores: info.activeProcessorCount, memoryGiB: Int((Double(info.physicalMemory) / 1_073_741_824).rounded()),
+            cpuModel: model)
+    }
+}
+
+/// The goals of the performance issue, checked against a run.
+enum BenchGoals {
+    struct Check {
+        var goal: String
+        var measured: String
+        var met: Bool
+    }
+
+    static func evaluate(_ results: [BenchResult]) -> [Check] {
+        var checks: [Check] = []
+        let byName = Dictionary(results.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        if let drain = byName["drain"] {
+            checks.append(Check(goal: "drain >= 5,000 jobs/s", measured: "\(Output.count(Int(drain.rate))) jobs/s", met: drain.rate >= 5000))
+            if let enqueue = drain.extra["enqueue_jobs_per_second"] as? Double {
+                checks.append(Check(goal: "bulk enqueue >= 30,000 jobs/s", measured: "\(Output.count(Int(enqueue))) jobs/s", met: enqueue >= 30_000))
+            }
+            let ceilings = [byName["ceiling-db"], byName["ceiling-http"]].compactMap { $0?.rate }
+            if let lower = ceilings.min(), ceilings.count == 2 {
+                let fraction = drain.rate / lower
+                checks.append(Check(goal: "drain >= 50% of the lower ceiling", measured: String(format: "%.0f%% of %@ jobs/s", fraction * 100, Output.count(Int(lower))), met: fraction >= 0.5))
+            }
+        }
+        if let latency = byName["latency"], let p50 = latency.extra["start_ms_p50"] as? Double,
+           let p99 = latency.extra["start_ms_p99"] as? Double
+        {
+            checks.append(Check(goal: "enqueue->start p50 <= 5 ms", measured: String(format: "%.1f ms", p50), met: p50 <= 5))
+            checks.append(Check(goal: "enqueue->start p99 <= 25 ms", measured: String(format: "%.1f ms", p99), met: p99 <= 25))
+        }
+        if let inflight = byName["inflight"], let rss = inflight.peakRSS {
+            let mb = Double(rss) / 1_048_576
+            let held = inflight.extra["max_in_flight_seen"] as? Int ?? 0
+            checks.append(Check(goal: "worker peak RSS <= 100 MB with 1,000 in flight", measured: String(format: "%.0f MB with %d in flight", mb, held), met: mb <= 100 && held >= 1000))
+        }
+        return checks
+    }
+}

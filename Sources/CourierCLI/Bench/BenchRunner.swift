@@ -1,0 +1,351 @@
+import CourierCore
+import CourierSink
+import CourierWorker
+import Foundation
+import Logging
+import Postgres
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The benchmark's HTTP endpoint: the built-in sink, or an external URL.
+///
+/// Built-in paths: `/hook` answers 200; `/flaky` answers 503 to the first attempt of 30% of
+/// jobs (chosen by job id) and 200 otherwise; `/slow` answers 200 after one second.
+final class BenchSink {
+    let baseURL: String
+    private let sink: HTTPSink?
+
+    private init(baseURL: String, sink: HTTPSink?) {
+        self.baseURL = baseURL
+        self.sink = sink
+    }
+
+    static func start(external: String?) throws -> BenchSink {
+        if let external {
+            return BenchSink(baseURL: external.hasSuffix("/") ? String(external.dropLast()) : external, sink: nil)
+        }
+        let ok: [UInt8] = Array(#"{"ok":true}"#.utf8)
+        let sink = try blockingAwait {
+            try await HTTPSink.start { request in
+                switch request.path {
+                case "/flaky":
+                    let id = Int(request.header("courier-job-id") ?? "") ?? 0
+                    if request.header("courier-attempt") == "1" && (id &* 2_654_435_761) % 100 < 30 {
+                        return .respond(status: 503, body: Array("busy\n".utf8))
+                    }
+                    return .respond(status: 200, body: ok)
+                case "/slow":
+                    return .delayed(seconds: 1, status: 200, body: ok)
+                default:
+                    return .respond(status: 200, body: ok)
+                }
+            }
+        }
+        return BenchSink(baseURL: sink.baseURL, sink: sink)
+    }
+
+    func shutdown() {
+        if let sink { _ = try? blockingAwait { await sink.shutdown() } }
+    }
+}
+
+/// Runs the scenarios of `courier bench`.
+struct BenchRunner {
+    let databaseURL: String
+    let connection: PostgresConnection
+    let sink: BenchSink
+    let timeout: Double
+    /// Flags every benchmark worker gets.
+    let worker: [String]
+    let loops: Int
+    let batchSize: Int
+    let concurrency: Int
+    let say: (String) -> Void
+
+    private var store: AdminStore { AdminStore(connection: connection) }
+
+    /// A ~200-byte JSON event.
+    static func payload(_ n: Int) -> [UInt8] {
+        let text = #"{"type":"invoice.paid","id":"evt_\#(String(format: "%010d", n))","created":1764000000,"#
+            + #""data":{"invoice":"in_1Q2w3E4r5T6y7U8i","customer":"cus_9O8i7U6y5T4r","amount_due":4200,"currency":"eur","status":"paid"}}"#
+        return Array(text.utf8)
+    }
+
+    func makeJobs(_ count: Int, path: String, queue: String, retrySchedule: [Double]? = nil) -> [[(Int, NewJob)]] {
+        var pieces: [[(Int, NewJob)]] = []
+        var piece: [(Int, NewJob)] = []
+        for n in 1...count {
+            var job = NewJob(url: sink.baseURL + path)
+            job.queue = queue
+            job.body = Self.payload(n)
+            job.headers = [("Content-Type", "application/json")]
+            job.retrySchedule = retrySchedule
+            piece.append((n, job))
+            if piece.count == 10_000 {
+                pieces.append(piece)
+                piece = []
+            }
+        }
+        if !piece.isEmpty { pieces.append(piece) }
+        return pieces
+    }
+
+    /// Clears a scenario's queue so reruns against the same database start empty.
+    func reset(_ queue: String) throws {
+        _ = try connection.query("DELETE FROM courier.jobs WHERE queue = $1", [queue])
+    }
+
+    func startWorker(queue: String, extra: [String] = []) throws -> WorkerProcess {
+        let log = NSTemporaryDirectory() + "courier-bench-worker-\(getpid()).log"
+        let process = try WorkerProcess(
+            arguments: ["--database-url", databaseURL, "--queues", queue] + worker + extra, logPath: log)
+        // Give it time to connect and LISTEN before the clock starts.
+        Thread.sleep(forTimeInterval: 1.0)
+        guard process.isRunning else {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            throw CLIError("the benchmark worker exited at start: \(text.split(separator: "\n").last.map(String.init) ?? "no output")")
+        }
+        return process
+    }
+
+    /// Waits until `count` jobs of `queue` succeeded; returns when, or throws after the timeout.
+    func waitForSucceeded(_ queue: String, count: Int, started: Date, sample: (() -> Void)? = nil) throws -> Date {
+        while true {
+            let done: Int = try connection.queryCached(BenchStatements.succeededCount, [queue])[0].decode(0)
+            if done >= count { return Date() }
+            if Date().timeIntervalSince(started) > timeout {
+                throw CLIError("benchmark queue \(queue): only \(done) of \(count) jobs succeeded within \(Output.duration(timeout))")
+            }
+            sample?()
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+    }
+
+    /// Bulk-enqueues into a paused queue, starts the worker, resumes, and times the drain.
+    private func drainLike(name: String, queue: String, jobs: Int, path: String, retrySchedule: [Double]?,
+                           extraWorker: [String] = [], sample: ((WorkerProcess) -> Void)? = nil) throws -> (BenchResult, Double) {
+        try reset(queue)
+        try store.setPaused(queue, true)
+        let pieces = makeJobs(jobs, path: path, queue: queue, retrySchedule: retrySchedule)
+        let enqueueStart = Date()
+        let report = try store.importJobs(pieces, skipInvalid: false)
+        let enqueueSeconds = Date().timeIntervalSince(enqueueStart)
+        guard report.inserted == jobs else { throw CLIError("bench: enqueued \(report.inserted) of \(jobs) jobs") }
+        let process = try startWorker(queue: queue, extra: extraWorker)
+        defer { process.stop() }
+        let before = process.stats
+        let started = Date()
+        try store.setPaused(queue, false)
+        _ = try connection.query(BenchStatements.wake, [queue])
+        let finished = try waitForSucceeded(queue, count: jobs, started: started, sample: sample.map { f in { f(process) } })
+        let after = process.stats
+        let seconds = finished.timeIntervalSince(started)
+        let cpu = cpuPerThousand(before, after, jobs: jobs)
+        let attempts: Int = try connection.query(BenchStatements.attemptCount, [queue])[0].decode(0)
+        var result = BenchResult(name: name, jobs: jobs, seconds: seconds, cpuPerThousand: cpu, peakRSS: after?.peakRSS, detail: "")
+        result.extra["attempts"] = attempts
+        result.extra["enqueue_seconds"] = (enqueueSeconds * 1000).rounded() / 1000
+        result.extra["enqueue_jobs_per_second"] = (Double(jobs) / enqueueSeconds).rounded()
+        return (result, enqueueSeconds)
+    }
+
+    func drain(jobs: Int) throws -> BenchResult {
+        say("drain: \(Output.count(jobs)) jobs...")
+        var (result, enqueueSeconds) = try drainLike(name: "drain", queue: "bench-drain", jobs: jobs, path: "/hook", retrySchedule: nil)
+        result.detail = "bulk enqueue \(Output.count(Int(Double(jobs) / enqueueSeconds)))/s; \(Output.count(result.extra["attempts"] as? Int ?? 0)) attempt rows"
+        return result
+    }
+
+    func flaky(jobs: Int) throws -> BenchResult {
+        say("flaky: \(Output.count(jobs)) jobs, 30% of first attempts fail...")
+        var (result, _) = try drainLike(name: "flaky", queue: "bench-flaky", jobs: jobs, path: "/flaky", retrySchedule: [1])
+        let attempts = result.extra["attempts"] as? Int ?? 0
+        result.detail = "\(Output.count(attempts)) attempts (\(Output.count(attempts - jobs)) retries after ~1 s)"
+        return result
+    }
+
+    func inflight(jobs: Int, concurrency: Int) throws -> BenchResult {
+        say("inflight: \(Output.count(jobs)) jobs held 1 s each, \(concurrency) in flight...")
+        var maxRunning = 0
+        let counter = UncheckedBox(0)
+        var (result, _) = try drainLike(
+            name: "inflight", queue: "bench-inflight", jobs: jobs, path: "/slow", retrySchedule: nil,
+            extraWorker: ["--concurrency", String(concurrency), "--per-host-limit", String(concurrency), "--batch-size", "500"],
+            sample: { _ in
+                counter.value += 1
+                if counter.value % 5 == 0,
+                   let running: Int = try? connection.query(
+                       "SELECT count(*) FROM courier.jobs WHERE queue = 'bench-inflight' AND state = 'running'")[0].decode(0)
+                {
+                    maxRunning = max(maxRunning, running)
+                }
+            })
+        result.extra["max_in_flight_seen"] = maxRunning
+        result.detail = "peak \(Output.count(maxRunning)) running at once"
+        return result
+    }
+
+    func latency(rate: Int, seconds: Double) throws -> BenchResult {
+        let queue = "bench-latency"
+        let count = max(1, Int(Double(rate) * seconds))
+        say("latency: \(Output.count(count)) jobs at \(rate)/s into an idle worker...")
+        try reset(queue)
+        let process = try startWorker(queue: queue)
+        defer { process.stop() }
+        let before = process.stats
+        let started = Date()
+        for n in 0..<count {
+            let due = started.addingTimeInterval(Double(n) / Double(rate))
+            let wait = due.timeIntervalSinceNow
+            if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+            var job = NewJob(url: sink.baseURL + "/hook")
+            job.queue = queue
+            job.body = Self.payload(n)
+            job.headers = [("Content-Type", "application/json")]
+            _ = try connection.queryCached(
+                AdminStatements.enqueueOne,
+                [job.url, job.body, job.method, PostgresJSON(job.headersJSON), job.queue, job.runAt, job.maxAttempts,
+                 job.idempotencyKey, job.priority, job.delaySeconds, job.retrySchedule.map { PostgresArray($0) }])
+        }
+        let finished = try waitForSucceeded(queue, count: count, started: started)
+        let after = process.stats
+        var starts: [Double] = []
+        var dones: [Double] = []
+        for row in try connection.query(BenchStatements.latencies, [queue]).rows {
+            starts.append(try row.decode(0))
+            dones.append(try row.decode(1))
+        }
+        starts.sort()
+        dones.sort()
+        func p(_ values: [Double], _ q: Double) -> Double {
+            values.isEmpty ? 0 : values[min(values.count - 1, Int((q * Double(values.count - 1)).rounded()))]
+        }
+        var result = BenchResult(
+            name: "latency", jobs: count, seconds: finished.timeIntervalSince(started),
+            cpuPerThousand: cpuPerThousand(before, after, jobs: count),
+            peakRSS: after?.peakRSS,
+            detail: String(
+                format: "start p50 %.1f p95 %.1f p99 %.1f max %.1f ms; done p50 %.1f p99 %.1f ms",
+                p(starts, 0.5), p(starts, 0.95), p(starts, 0.99), starts.last ?? 0, p(dones, 0.5), p(dones, 0.99)))
+        for (key, values) in [("start", starts), ("done", dones)] {
+            result.extra["\(key)_ms_p50"] = (p(values, 0.5) * 100).rounded() / 100
+            result.extra["\(key)_ms_p95"] = (p(values, 0.95) * 100).rounded() / 100
+            result.extra["\(key)_ms_p99"] = (p(values, 0.99) * 100).rounded() / 100
+            result.extra["\(key)_ms_max"] = ((values.last ?? 0) * 100).rounded() / 100
+        }
+        result.extra["rate"] = rate
+        return result
+    }
+
+    /// What PostgreSQL allows this pipeline: the worker's own claim and complete statements
+    /// (attempt rows included), `loops` connections in parallel, no HTTP.
+    func databaseCeiling(jobs: Int) throws -> BenchResult {
+        let queue = "bench-ceiling-db"
+        say("ceiling-db: \(Output.count(jobs)) jobs, claim and complete only...")
+        try reset(queue)
+        _ = try store.importJobs(makeJobs(jobs, path: "/hook", queue: queue), skipInvalid: false)
+        let before = ProcessStats.current()
+        let started = Date()
+        let failures = UncheckedBox<[String]>([])
+        let lock = NSLock()
+        let done = DispatchGroup()
+        for index in 0..<loops {
+            done.enter()
+            let thread = Thread { [databaseURL, batchSize] in
+                defer { done.leave() }
+                do {
+                    let connection = try PostgresConnection(databaseURL, applicationName: "courier-bench")
+                    defer { connection.close() }
+                    let store = JobStore(connection: connection, workerID: "bench-ceiling/\(index)")
+                    while true {
+                        let claimed = try store.claim(queues: [queue], limit: batchSize, leaseMilliseconds: 60_000)
+                        if claimed.isEmpty { break }
+                        let now = Date()
+                        try store.complete(claimed.map {
+                            AttemptRecord(
+                                jobID: $0.id, attempt: $0.attempt, transition: .succeed, result: .delivered(status: 200),
+                                startedAt: now, finishedAt: now, responseExcerpt: #"{"ok":true}"#)
+                        })
+                    }
+                } catch {
+                    lock.withLock { failures.value.append("\(error)") }
+                }
+            }
+            thread.start()
+        }
+        done.wait()
+        if let failure = failures.value.first { throw CLIError("ceiling-db: \(failure)") }
+        let seconds = Date().timeIntervalSince(started)
+        let after = ProcessStats.current()
+        return BenchResult(
+            name: "ceiling-db", jobs: jobs, seconds: seconds,
+            cpuPerThousand: (after.cpuSeconds - before.cpuSeconds) / Double(jobs) * 1000, peakRSS: nil,
+            detail: "claim+complete, \(loops) connections, batch \(batchSize), no HTTP (CPU: bench process)")
+    }
+
+    /// What HTTP allows: the worker's HTTP client sending the same requests to the sink,
+    /// `concurrency` at once, no database.
+    func httpCeiling(jobs: Int) throws -> BenchResult {
+        say("ceiling-http: \(Output.count(jobs)) requests, no database...")
+        var configuration = HTTPDelivererConfiguration()
+        configuration.allowPrivateTargets = true
+        configuration.maximumConnectionsPerHost = concurrency
+        var logger = Logger(label: "courier.bench")
+        logger.logLevel = .error
+        let deliverer = HTTPDeliverer(configuration: configuration, logger: logger)
+        defer { deliverer.shutdown() }
+        let url = sink.baseURL + "/hook"
+        let before = ProcessStats.current()
+        let started = Date()
+        let concurrency = self.concurrency
+        let failed = try blockingAwait { () async -> Int in
+            let next = Counter()
+            return await withTaskGroup(of: Int.self) { group in
+                for _ in 0..<concurrency {
+                    group.addTask {
+                        var failures = 0
+                        while true {
+                            let n = next.take()
+                            if n >= jobs { return failures }
+                            let job = ClaimedJob(
+                                id: Int64(n + 1), queue: "bench", method: "POST", url: url,
+                                headers: [("Content-Type", "application/json")], body: BenchRunner.payload(n), attempt: 1,
+                                maxAttempts: 1, schedule: .standardWebhooks, signingSecret: nil, queueMaxInFlight: nil)
+                            let report = await deliverer.deliver(job)
+                            if case .delivered = report.result {} else { failures += 1 }
+                        }
+                    }
+                }
+                return await group.reduce(0, +)
+            }
+        }
+        let seconds = Date().timeIntervalSince(started)
+        let after = ProcessStats.current()
+        if failed > 0 { throw CLIError("ceiling-http: \(failed) of \(jobs) requests failed") }
+        return BenchResult(
+            name: "ceiling-http", jobs: jobs, seconds: seconds,
+            cpuPerThousand: (after.cpuSeconds - before.cpuSeconds) / Double(jobs) * 1000, peakRSS: nil,
+            detail: "same HTTP client, \(concurrency) in flight, no database (CPU: bench process incl. sink)")
+    }
+}
+
+/// Worker CPU seconds per 1,000 jobs between two readings.
+func cpuPerThousand(_ before: ProcessStats?, _ after: ProcessStats?, jobs: Int) -> Double? {
+    guard let before, let after, jobs > 0 else { return nil }
+    return (after.cpuSeconds - before.cpuSeconds) / Double(jobs) * 1000
+}
+
+/// A shared counter handing out indexes to concurrent senders.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+
+    func take() -> Int {
+        lock.withLock {
+            defer { value += 1 }
+            return value
+        }
+    }
+}

@@ -1,0 +1,33 @@
+/// Statements `courier bench` uses to watch its queues; the work itself goes through the same
+/// statements as production (`AdminStatements` for bulk enqueue, `WorkerStatements` via the
+/// worker).
+public enum BenchStatements {
+    /// Succeeded jobs of queue `$1` (served by `jobs_state_queue_idx`).
+    public static let succeededCount = """
+        SELECT count(*) FROM courier.jobs WHERE state = 'succeeded' AND queue = $1
+        """
+
+    /// Attempts recorded for the jobs of queue `$1`.
+    public static let attemptCount = """
+        SELECT count(*) FROM courier.attempts a JOIN courier.jobs j ON j.id = a.job_id WHERE j.queue = $1
+        """
+
+    /// Per job of queue `$1`: ms from enqueue to the first attempt's start, and to the
+    /// successful attempt's end.
+    public static let latencies = """
+        SELECT extract(epoch FROM min(a.started_at) - j.created_at)::float8 * 1000,
+               extract(epoch FROM max(a.finished_at) - j.created_at)::float8 * 1000
+        FROM courier.jobs j JOIN courier.attempts a ON a.job_id = j.id
+        WHERE j.queue = $1
+        GROUP BY j.id, j.created_at
+        """
+
+    /// Wakes workers listening for queue `$1` (after `courier queues resume`).
+    public static let wake = "SELECT pg_notify('courier_jobs', $1)"
+
+    /// The server's version and durability settings, printed with the results.
+    public static let serverSettings = """
+        SELECT current_setting('server_version'), current_setting('fsync'), current_setting('synchronous_commit'),
+               current_setting('shared_buffers')
+        """
+}
