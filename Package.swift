@@ -134,6 +134,7 @@ let package = Package(
             name: "RetryClientTests",
             dependencies: [
                 "RetryClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

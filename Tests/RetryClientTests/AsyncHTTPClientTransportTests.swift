@@ -114,6 +114,12 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         XCTAssertEqual(server.paths, ["/redirect"])
     }
 
+    func testTLSHandshakeWithAPlainHTTPServerIsATLSFailure() async throws {
+        let url = server.url("/ok").replacingOccurrences(of: "http://", with: "https://")
+        _ = await expectTransportError(url, .tlsFailure)
+        XCTAssertEqual(server.paths, [])
+    }
+
     func testMalformedURLsAreInvalidRequests() async throws {
         _ = await expectTransportError("not a url", .invalidRequest)
         _ = await expectTransportError("http:///nohost", .invalidRequest)
