@@ -52,7 +52,8 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
 
     func testOkResponseIsSummarized() async throws {
         let summary = try await transport.send(
-            OutboundRequest(url: server.url("/ok"), headers: ["content-type": "application/json"], body: Array("{}".utf8))
+            OutboundRequest(
+                url: server.url("/ok"), headers: ["content-type": "application/json"], body: Array("{}".utf8))
         )
         XCTAssertEqual(summary.status, 200)
         XCTAssertEqual(summary.reason, "OK")
@@ -105,6 +106,18 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         // The client is still usable afterwards.
         let next = try await transport.send(OutboundRequest(url: server.url("/ok")))
         XCTAssertEqual(next.status, 200)
+    }
+
+    func testBodyExactlyAtTheLimitIsNotTruncatedAndOneMoreByteIs() async throws {
+        for (limit, excerpt, truncated) in [(5, "hello", false), (4, "hell", true), (0, "", true)] {
+            var configuration = AsyncHTTPClientTransport.Configuration()
+            configuration.maximumExcerptBytes = limit
+            let small = AsyncHTTPClientTransport(configuration: configuration)
+            let summary = try await small.send(OutboundRequest(method: "GET", url: server.url("/ok")))
+            try await small.shutdown()
+            XCTAssertEqual(summary.bodyExcerpt, Array(excerpt.utf8), "limit \(limit)")
+            XCTAssertEqual(summary.bodyTruncated, truncated, "limit \(limit)")
+        }
     }
 
     func testRedirectIsReturnedNotFollowed() async throws {

@@ -117,7 +117,9 @@ private final class BehaviourHandler: ChannelInboundHandler {
         case "/big":
             var headers = HTTPHeaders()
             headers.add(name: "content-length", value: String(LoopbackServer.bigBodySize))
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+            context.write(
+                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil
+            )
             let chunk = context.channel.allocator.buffer(repeating: UInt8(ascii: "x"), count: 64 * 1024)
             for _ in 0..<(LoopbackServer.bigBodySize / chunk.readableBytes) {
                 context.write(wrapOutboundOut(.body(.byteBuffer(chunk))), promise: nil)
@@ -143,9 +145,11 @@ private final class BehaviourHandler: ChannelInboundHandler {
         var headers = HTTPHeaders()
         headers.add(name: "content-length", value: String(body.count))
         for (name, value) in extra { headers.add(name: name, value: value) }
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
         if !body.isEmpty {
-            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
+            context.write(
+                wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
         }
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }

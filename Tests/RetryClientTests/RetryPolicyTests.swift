@@ -147,11 +147,13 @@ final class RetryPolicyTests: XCTestCase {
 
         var onlyGet = policy
         onlyGet.retryableHTTPMethods = ["GET"]
-        let postDecision = await onlyGet.retry(post, context: AttemptContext(attempt: 1), failure: .response(response(503)))
+        let postDecision = await onlyGet.retry(
+            post, context: AttemptContext(attempt: 1), failure: .response(response(503)))
         XCTAssertEqual(postDecision, .doNotRetry)
         var get = post
         get.method = "get"
-        let getDecision = await onlyGet.retry(get, context: AttemptContext(attempt: 1), failure: .response(response(503)))
+        let getDecision = await onlyGet.retry(
+            get, context: AttemptContext(attempt: 1), failure: .response(response(503)))
         XCTAssertEqual(getDecision, .retryAfter(.zero))
     }
 }

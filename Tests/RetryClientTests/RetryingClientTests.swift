@@ -167,7 +167,9 @@ final class RetryingClientTests: XCTestCase {
     func testFirstRetrierWithAnOpinionWins() async {
         struct Fixed: RequestRetrier {
             var decision: RetryDecision
-            func retry(_ request: OutboundRequest, context: AttemptContext, failure: AttemptFailure) async -> RetryDecision {
+            func retry(_ request: OutboundRequest, context: AttemptContext, failure: AttemptFailure) async
+                -> RetryDecision
+            {
                 decision
             }
         }

@@ -96,7 +96,8 @@ final class StandardWebhookSignerTests: XCTestCase {
             let timestamp = try XCTUnwrap(Int64(XCTUnwrap(request.headers["webhook-timestamp"])))
             XCTAssertEqual(
                 request.headers["webhook-signature"],
-                try StandardWebhookSigner.sign(secret: Self.secret, id: "msg_1", timestamp: timestamp, body: Self.payload)
+                try StandardWebhookSigner.sign(
+                    secret: Self.secret, id: "msg_1", timestamp: timestamp, body: Self.payload)
             )
         }
     }

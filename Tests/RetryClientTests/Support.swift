@@ -7,7 +7,9 @@ func response(_ status: Int, _ headers: HeaderFields = [:]) -> HTTPResponseSumma
 }
 
 /// A policy with no waiting, so table tests run instantly.
-func instantPolicy(retryLimit: Int = 5, kinds: Set<TransportError.Kind> = RetryPolicy.defaultRetryableTransportErrorKinds) -> RetryPolicy {
+func instantPolicy(
+    retryLimit: Int = 5, kinds: Set<TransportError.Kind> = RetryPolicy.defaultRetryableTransportErrorKinds
+) -> RetryPolicy {
     RetryPolicy(
         retryLimit: retryLimit,
         exponentialBackoffScale: .zero,

@@ -5,7 +5,7 @@ import XCTest
 @testable import RetryClient
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The mappings that the loopback tests cannot provoke on 127.0.0.1 (DNS, connect timeouts),
@@ -51,7 +51,10 @@ final class TransportErrorClassificationTests: XCTestCase {
             .connectRefused
         )
         XCTAssertEqual(
-            kind("NIOConnectionError(host: \"a\", port: 1, dnsAError: Optional(SocketAddressError.unknown), dnsAAAAError: nil, connectionErrors: [])"),
+            kind(
+                "NIOConnectionError(host: \"a\", port: 1, dnsAError: Optional(SocketAddressError.unknown), "
+                    + "dnsAAAAError: nil, connectionErrors: [])"
+            ),
             .dnsFailure
         )
         XCTAssertEqual(kind("SocketAddressError.UnknownHost: Name or service not known (error -2)"), .dnsFailure)

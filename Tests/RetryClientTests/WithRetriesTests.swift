@@ -98,7 +98,8 @@ final class WithRetriesTests: XCTestCase {
     func testSyncStopsAtOnceOnANonRetryableErrorAndAfterMaxAttempts() {
         var attempts = 0
         XCTAssertThrowsError(
-            try withRetriesSync(maxAttempts: 5, backoff: { _ in .zero }, isRetryable: { _ in false }) { () throws -> Int in
+            try withRetriesSync(maxAttempts: 5, backoff: { _ in .zero }, isRetryable: { _ in false }) {
+                () throws -> Int in
                 attempts += 1
                 throw SampleError(retryable: false)
             }
@@ -106,7 +107,8 @@ final class WithRetriesTests: XCTestCase {
         XCTAssertEqual(attempts, 1)
         attempts = 0
         XCTAssertThrowsError(
-            try withRetriesSync(maxAttempts: 3, backoff: { _ in .zero }, isRetryable: { _ in true }) { () throws -> Int in
+            try withRetriesSync(maxAttempts: 3, backoff: { _ in .zero }, isRetryable: { _ in true }) {
+                () throws -> Int in
                 attempts += 1
                 throw SampleError(retryable: true)
             }

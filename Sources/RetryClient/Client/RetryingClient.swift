@@ -73,8 +73,10 @@ public struct RetryingClient: Sendable {
             }
             logger.debug(
                 "attempt failed",
+                // The URL is left out: it may carry credentials.
                 metadata: [
-                    "http.url": "\(request.url)", "attempt": "\(attempt)", "failure": "\(failure)",
+                    "http.method": "\(request.method)", "retry.attempt": "\(attempt)",
+                    "retry.failure": "\(failure)",
                 ]
             )
             if Task.isCancelled {
@@ -101,7 +103,8 @@ public struct RetryingClient: Sendable {
                     try await Task.sleep(for: wait)
                 } catch {
                     let remaining = max(.zero, wait - (ContinuousClock.now - sleepStartedAt))
-                    return .retryLater(after: remaining, reason: "cancelled: \(failure)", last: failure, attempts: attempt)
+                    return .retryLater(
+                        after: remaining, reason: "cancelled: \(failure)", last: failure, attempts: attempt)
                 }
             }
             failures.append(failure)

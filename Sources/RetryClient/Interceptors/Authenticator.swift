@@ -34,7 +34,9 @@ public actor Authenticator: RequestAdapter, RequestRetrier {
     }
 
     /// Handles 401 responses only; everything else gets `.doNotRetry` so later retriers decide.
-    public func retry(_ request: OutboundRequest, context: AttemptContext, failure: AttemptFailure) async -> RetryDecision {
+    public func retry(_ request: OutboundRequest, context: AttemptContext, failure: AttemptFailure) async
+        -> RetryDecision
+    {
         guard failure.response?.status == 401 else { return .doNotRetry }
         if context.previousFailures.last?.response?.status == 401 {
             return .doNotRetryWithError(reason: "still unauthorized (HTTP 401) after a token refresh")

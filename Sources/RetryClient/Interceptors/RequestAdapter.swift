@@ -51,7 +51,9 @@ public struct Interceptor: RequestAdapter, RequestRetrier {
 
     /// Asks the retriers in order and returns the first decision other than
     /// ``RetryDecision/doNotRetry``, or `.doNotRetry` if all decline.
-    public func retry(_ request: OutboundRequest, context: AttemptContext, failure: AttemptFailure) async -> RetryDecision {
+    public func retry(_ request: OutboundRequest, context: AttemptContext, failure: AttemptFailure) async
+        -> RetryDecision
+    {
         for retrier in retriers {
             let decision = await retrier.retry(request, context: context, failure: failure)
             if decision != .doNotRetry { return decision }

@@ -118,7 +118,9 @@ public struct RetryPolicy: RequestRetrier {
     ///   response's `Retry-After` capped at ``maximumRetryAfter``; `.doNotRetry` for anything
     ///   not retryable (adapter failures, other 4xx, TLS failures...);
     ///   `.doNotRetryWithError("retry limit reached after N attempts: …")` when the limit is hit.
-    public func retry(_ request: OutboundRequest, context: AttemptContext, failure: AttemptFailure) async -> RetryDecision {
+    public func retry(_ request: OutboundRequest, context: AttemptContext, failure: AttemptFailure) async
+        -> RetryDecision
+    {
         guard isRetryable(failure), retryableHTTPMethods.contains(request.method.uppercased()) else {
             return .doNotRetry
         }

@@ -52,7 +52,9 @@ public struct StandardWebhookSigner: RequestAdapter {
         }
         let timestamp = Int64(now().timeIntervalSince1970.rounded(.down))
         let body = request.body ?? []
-        let signatures = keys.map { Self.signature(key: SymmetricKey(data: $0), id: id, timestamp: timestamp, body: body) }
+        let signatures = keys.map {
+            Self.signature(key: SymmetricKey(data: $0), id: id, timestamp: timestamp, body: body)
+        }
         var signed = request
         signed.headers["webhook-id"] = id
         signed.headers["webhook-timestamp"] = String(timestamp)

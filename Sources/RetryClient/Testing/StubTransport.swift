@@ -7,7 +7,8 @@ import Foundation
 /// target can reuse it; production code never creates one.
 public final class StubTransport: HTTPTransport, @unchecked Sendable {
     /// Answers request number `callIndex` (0-based, in arrival order).
-    public typealias Handler = @Sendable (_ request: OutboundRequest, _ callIndex: Int) async throws -> HTTPResponseSummary
+    public typealias Handler =
+        @Sendable (_ request: OutboundRequest, _ callIndex: Int) async throws -> HTTPResponseSummary
 
     private let handler: Handler
     private let lock = NSLock()

@@ -4,11 +4,11 @@ import NIOCore
 import NIOHTTP1
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The production ``HTTPTransport``: one pooled AsyncHTTPClient `HTTPClient` shared by every
