@@ -133,7 +133,14 @@ let package = Package(
         ),
         .testTarget(
             name: "RetryClientTests",
-            dependencies: ["RetryClient", "CourierTesting"],
+            dependencies: [
+                "RetryClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,0 +1,113 @@
+import Foundation
+import Logging
+
+/// Sends a request through an ``Interceptor`` and a transport, retrying in process only when
+/// the wait is short.
+///
+/// This is the first of two retry tiers. A retry decided with a delay of at most
+/// ``maximumInProcessDelay`` is carried out here (sleep, adapt again, resend); a longer delay
+/// ends the call with ``RetryOutcome/retryLater(after:reason:last:attempts:)`` at once, without
+/// sleeping, so the second tier (the durable queue) can schedule it and free the worker.
+public struct RetryingClient: Sendable {
+    /// The transport every attempt goes through.
+    public let transport: any HTTPTransport
+    /// The adapters and retriers.
+    public let interceptor: Interceptor
+    /// The longest retry delay waited for in process. Default 1 s.
+    public let maximumInProcessDelay: Duration
+    /// Receives one debug message per failed attempt; nothing at info.
+    public let logger: Logger
+
+    /// Creates a client.
+    ///
+    /// - Parameters:
+    ///   - transport: Sends each attempt.
+    ///   - interceptor: Adapts each attempt and decides about failures. Default: none, so no
+    ///     retries.
+    ///   - maximumInProcessDelay: The longest in-process wait. Default 1 s.
+    ///   - logger: For debug messages. Default: a logger labelled `courier.retry-client`.
+    public init(
+        transport: any HTTPTransport,
+        interceptor: Interceptor = Interceptor(),
+        maximumInProcessDelay: Duration = .seconds(1),
+        logger: Logger = Logger(label: "courier.retry-client")
+    ) {
+        self.transport = transport
+        self.interceptor = interceptor
+        self.maximumInProcessDelay = maximumInProcessDelay
+        self.logger = logger
+    }
+
+    /// Sends `request` until it succeeds, a retrier stops it, or a retry must wait longer than
+    /// ``maximumInProcessDelay``.
+    ///
+    /// A 2xx response is the only success; any other status is a failure for the retriers.
+    /// If the task is cancelled, the call stops after the current attempt (or during a wait) and
+    /// returns `.retryLater(after: .zero, …)`, because a cancelled delivery was not refused.
+    public func send(_ request: OutboundRequest) async -> RetryOutcome {
+        let startedAt = ContinuousClock.now
+        let startDate = Date()
+        var failures: [AttemptFailure] = []
+        var attempt = 0
+        while true {
+            attempt += 1
+            let context = AttemptContext(
+                attempt: attempt,
+                firstAttemptStartedAt: startedAt,
+                firstAttemptDate: startDate,
+                previousFailures: failures
+            )
+            var sent = request
+            let failure: AttemptFailure
+            do {
+                sent = try await interceptor.adapt(request, context: context)
+                do {
+                    let response = try await transport.send(sent)
+                    if response.isSuccess { return .delivered(response, attempts: attempt) }
+                    failure = .response(response)
+                } catch {
+                    failure = .transport(AsyncHTTPClientTransport.classify(error))
+                }
+            } catch {
+                failure = .adapter(error)
+            }
+            logger.debug(
+                "attempt failed",
+                // The URL is left out: it may carry credentials.
+                metadata: [
+                    "http.method": "\(request.method)", "retry.attempt": "\(attempt)",
+                    "retry.failure": "\(failure)",
+                ]
+            )
+            if Task.isCancelled {
+                return .retryLater(after: .zero, reason: "cancelled: \(failure)", last: failure, attempts: attempt)
+            }
+            let decision = await interceptor.retry(sent, context: context, failure: failure)
+            let wait: Duration
+            switch decision {
+            case .doNotRetry:
+                return .gaveUp(reason: failure.description, last: failure, attempts: attempt)
+            case .doNotRetryWithError(let reason):
+                return .gaveUp(reason: reason, last: failure, attempts: attempt)
+            case .retry:
+                wait = .zero
+            case .retryAfter(let delay):
+                wait = max(.zero, delay)
+            }
+            if wait > maximumInProcessDelay {
+                return .retryLater(after: wait, reason: failure.description, last: failure, attempts: attempt)
+            }
+            if wait > .zero {
+                let sleepStartedAt = ContinuousClock.now
+                do {
+                    try await Task.sleep(for: wait)
+                } catch {
+                    let remaining = max(.zero, wait - (ContinuousClock.now - sleepStartedAt))
+                    return .retryLater(
+                        after: remaining, reason: "cancelled: \(failure)", last: failure, attempts: attempt)
+                }
+            }
+            failures.append(failure)
+        }
+    }
+}

@@ -1,0 +1,39 @@
+/// An HTTP request about to be sent: the value adapters receive and return.
+///
+/// It is a plain value so an adapter can change a copy (add a header, sign the body) without
+/// affecting the caller's original, which is adapted afresh on every attempt.
+public struct OutboundRequest: Sendable, Equatable {
+    /// The HTTP method, e.g. `"POST"`. Compared case-insensitively by retry policies.
+    public var method: String
+    /// The absolute URL, e.g. `"https://example.com/hooks"`.
+    public var url: String
+    /// The header fields, in order.
+    public var headers: HeaderFields
+    /// The body bytes, or `nil` for no body.
+    public var body: [UInt8]?
+    /// The total time allowed for this request; `nil` uses the transport's default
+    /// (30 s for ``AsyncHTTPClientTransport``).
+    public var timeout: Duration?
+
+    /// Creates a request.
+    ///
+    /// - Parameters:
+    ///   - method: The HTTP method. Defaults to `"POST"`, the method of webhooks.
+    ///   - url: The absolute URL.
+    ///   - headers: Header fields. Defaults to none.
+    ///   - body: Body bytes. Defaults to none.
+    ///   - timeout: Total time for the request. Defaults to the transport's default.
+    public init(
+        method: String = "POST",
+        url: String,
+        headers: HeaderFields = [:],
+        body: [UInt8]? = nil,
+        timeout: Duration? = nil
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+    }
+}

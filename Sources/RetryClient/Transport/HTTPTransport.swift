@@ -1,0 +1,13 @@
+/// Sends one HTTP request and returns what came back: the seam between the retry logic and the
+/// network.
+///
+/// Production uses ``AsyncHTTPClientTransport``; tests swap in ``StubTransport`` and leave the
+/// rest of the client unchanged.
+public protocol HTTPTransport: Sendable {
+    /// Sends `request` once, without retrying.
+    ///
+    /// - Returns: The response summary for any status, including 4xx and 5xx.
+    /// - Throws: A ``TransportError`` when no HTTP response was received. Callers treat any
+    ///   other error as ``TransportError/Kind/other``.
+    func send(_ request: OutboundRequest) async throws -> HTTPResponseSummary
+}
