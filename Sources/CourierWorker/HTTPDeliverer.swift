@@ -1,10 +1,7 @@
-import AsyncHTTPClient
 import CourierCore
-import Crypto
 import Foundation
 import Logging
-import NIOCore
-import NIOHTTP1
+import RetryClient
 
 /// How deliveries are sent.
 public struct HTTPDelivererConfiguration: Sendable {
@@ -18,10 +15,10 @@ public struct HTTPDelivererConfiguration: Sendable {
     public var allowPrivateTargets: Bool = false
     /// Connections kept per host (default 32; match the per-host in-flight cap).
     public var maximumConnectionsPerHost: Int = 32
-    /// In-process retries of a refused or reset connection before anything was received
-    /// (default 2), each after `quickRetryDelay`.
+    /// In-process retries of a refused or reset connection (default 2): the first tier of
+    /// DESIGN.md §3. Everything else goes back to the queue's schedule.
     public var quickRetries: Int = 2
-    /// Delay before a quick in-process retry, in seconds (default 0.1).
+    /// Delay before the first quick retry in seconds, doubling after (default 0.1).
     public var quickRetryDelay: Double = 0.1
     /// The `User-Agent` sent unless the job sets one.
     public var userAgent: String = "Courier/0.1"
@@ -30,36 +27,44 @@ public struct HTTPDelivererConfiguration: Sendable {
     public init() {}
 }
 
-/// Sends claimed jobs over HTTP with one shared, pooled AsyncHTTPClient: no redirects, bounded
-/// excerpt, connect and total timeouts, Standard Webhooks signatures when the queue has a
-/// secret, and refusal of non-global targets unless allowed.
+/// Sends claimed jobs through RetryClient: one shared, pooled `AsyncHTTPClientTransport` (no
+/// redirects, bounded excerpt, connect and total timeouts), a Standard Webhooks signer when the
+/// queue has a secret, and a `RetryPolicy` that retries a refused or reset connection in
+/// process a couple of times. Any other failure ends the call and is classified for the
+/// queue, which schedules the durable retry or the dead letter (`JobTransition`).
 ///
-/// Every request carries `courier-job-id` and `courier-attempt` (and, when signed,
-/// `webhook-id`, stable across retries) so receivers can deduplicate and trace.
+/// Non-global targets are refused after DNS resolution unless allowed. Every request carries
+/// `courier-job-id` and `courier-attempt` (and, when signed, `webhook-id`, stable across
+/// retries) so receivers can deduplicate and trace.
 public final class HTTPDeliverer: Deliverer, Sendable {
-    private let client: HTTPClient
+    private let transport: AsyncHTTPClientTransport
     private let configuration: HTTPDelivererConfiguration
+    private let quickRetries: Interceptor
     private let logger: Logger
 
     /// Creates a deliverer with its own HTTP client; call `shutdown()` when done.
     public init(configuration: HTTPDelivererConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
-        var clientConfiguration = HTTPClient.Configuration(
-            redirectConfiguration: .disallow,
-            timeout: .init(
-                connect: .milliseconds(Int64(configuration.connectTimeout * 1000)),
-                read: .milliseconds(Int64(configuration.totalTimeout * 1000))),
-            connectionPool: .init(
-                idleTimeout: .seconds(60),
-                concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.maximumConnectionsPerHost))
-        clientConfiguration.decompression = .disabled
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
+        var transportConfiguration = AsyncHTTPClientTransport.Configuration()
+        transportConfiguration.connectTimeout = .milliseconds(Int64(configuration.connectTimeout * 1000))
+        transportConfiguration.totalTimeout = .milliseconds(Int64(configuration.totalTimeout * 1000))
+        transportConfiguration.maximumExcerptBytes = configuration.maximumExcerptBytes
+        transportConfiguration.maximumConnectionsPerHost = configuration.maximumConnectionsPerHost
+        transportConfiguration.followRedirects = false
+        transport = AsyncHTTPClientTransport(configuration: transportConfiguration)
+        quickRetries = Interceptor(retriers: [
+            RetryPolicy(
+                retryLimit: configuration.quickRetries,
+                exponentialBackoffScale: .milliseconds(Int64(configuration.quickRetryDelay * 1000)),
+                maximumBackoff: .seconds(1), retryableStatusCodes: [],
+                retryableTransportErrorKinds: [.connectRefused, .connectionReset])
+        ])
     }
 
     /// Closes the client's connections.
     public func shutdown() {
-        try? client.syncShutdown()
+        try? transport.syncShutdown()
     }
 
     public func deliver(_ job: ClaimedJob) async -> DeliveryReport {
@@ -76,30 +81,30 @@ public final class HTTPDeliverer: Deliverer, Sendable {
                 return DeliveryReport(result: .retryable(status: nil, error: "\(error)", retryAfter: nil), responseExcerpt: nil)
             }
         }
-        let request: HTTPClientRequest
-        do {
-            request = try makeRequest(job)
-        } catch {
-            return DeliveryReport(result: .permanent(status: nil, error: "\(error)"), responseExcerpt: nil)
-        }
-        var quickRetriesLeft = configuration.quickRetries
-        while true {
+        var adapters: [any RequestAdapter] = []
+        if let secret = job.signingSecret {
             do {
-                let response = try await client.execute(
-                    request, deadline: .now() + .milliseconds(Int64(configuration.totalTimeout * 1000)))
-                let excerpt = try await readExcerpt(response.body)
-                return DeliveryReport(
-                    result: Self.classify(status: Int(response.status.code), headers: response.headers,
-                                          reason: response.status.reasonPhrase),
-                    responseExcerpt: excerpt)
+                adapters.append(try StandardWebhookSigner(secrets: [secret]))
             } catch {
-                let failure = Self.classify(error: error, url: job.url, configuration: configuration)
-                if failure.quick && quickRetriesLeft > 0 && !Task.isCancelled {
-                    quickRetriesLeft -= 1
-                    try? await Task.sleep(nanoseconds: UInt64(configuration.quickRetryDelay * 1e9))
-                    continue
-                }
-                return DeliveryReport(result: failure.result, responseExcerpt: nil)
+                return DeliveryReport(result: .permanent(status: nil, error: "queue \(job.queue): \(error)"), responseExcerpt: nil)
+            }
+        }
+        let client = RetryingClient(
+            transport: transport,
+            interceptor: Interceptor(adapters: adapters, retriers: quickRetries.retriers),
+            maximumInProcessDelay: .seconds(1), logger: logger)
+        let outcome = await client.send(makeRequest(job))
+        switch outcome {
+        case .delivered(let response, _):
+            return DeliveryReport(result: .delivered(status: response.status), responseExcerpt: Self.excerpt(response))
+        case .retryLater(_, _, let last, _), .gaveUp(_, let last, _):
+            switch last {
+            case .response(let response):
+                return DeliveryReport(result: Self.classify(response), responseExcerpt: Self.excerpt(response))
+            case .transport(let error):
+                return DeliveryReport(result: Self.classify(error, configuration: configuration), responseExcerpt: nil)
+            case .adapter(let error):
+                return DeliveryReport(result: .permanent(status: nil, error: "\(error)"), responseExcerpt: nil)
             }
         }
     }
@@ -113,59 +118,38 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         }
     }
 
-    private func makeRequest(_ job: ClaimedJob) throws -> HTTPClientRequest {
-        var request = HTTPClientRequest(url: job.url)
-        request.method = HTTPMethod(rawValue: job.method)
-        var hasUserAgent = false
-        for (name, value) in job.headers {
-            if name.lowercased() == "user-agent" { hasUserAgent = true }
-            request.headers.add(name: name, value: value)
-        }
-        if !hasUserAgent { request.headers.add(name: "User-Agent", value: configuration.userAgent) }
-        request.headers.add(name: "courier-job-id", value: String(job.id))
-        request.headers.add(name: "courier-attempt", value: String(job.attempt))
-        let body = job.body ?? []
-        if let secret = job.signingSecret {
-            let messageID = "job_\(job.id)"
-            let timestamp = Int(Date().timeIntervalSince1970)
-            let signature = try WebhookSignature.sign(secret: secret, id: messageID, timestamp: timestamp, body: body)
-            request.headers.add(name: "webhook-id", value: messageID)
-            request.headers.add(name: "webhook-timestamp", value: String(timestamp))
-            request.headers.add(name: "webhook-signature", value: signature)
-        }
-        if job.body != nil { request.body = .bytes(ByteBuffer(bytes: body)) }
-        return request
+    private func makeRequest(_ job: ClaimedJob) -> OutboundRequest {
+        var headers = HeaderFields(job.headers)
+        if headers["user-agent"] == nil { headers["User-Agent"] = configuration.userAgent }
+        headers["courier-job-id"] = String(job.id)
+        headers["courier-attempt"] = String(job.attempt)
+        if job.signingSecret != nil { headers["webhook-id"] = "job_\(job.id)" }
+        return OutboundRequest(method: job.method, url: job.url, headers: headers, body: job.body)
     }
 
-    /// Reads at most `maximumExcerptBytes`; stopping early abandons the rest of the body (the
-    /// connection is closed rather than the body buffered).
-    private func readExcerpt(_ body: HTTPClientResponse.Body) async throws -> String? {
-        var kept: [UInt8] = []
-        let limit = configuration.maximumExcerptBytes
-        for try await var chunk in body {
-            let take = min(limit - kept.count, chunk.readableBytes)
-            if take > 0, let bytes = chunk.readBytes(length: take) { kept += bytes }
-            if kept.count >= limit { break }
-        }
-        if kept.isEmpty { return nil }
-        // Text columns cannot hold NUL; invalid UTF-8 becomes U+FFFD.
-        var text = String(decoding: kept, as: UTF8.self)
+    /// The excerpt as text: NUL removed (text columns cannot hold it), invalid UTF-8 replaced,
+    /// never longer than the byte limit.
+    static func excerpt(_ response: HTTPResponseSummary) -> String? {
+        guard !response.bodyExcerpt.isEmpty else { return nil }
+        var text = String(decoding: response.bodyExcerpt, as: UTF8.self)
         if text.contains("\0") { text = text.replacingOccurrences(of: "\0", with: "") }
-        while text.utf8.count > limit { text.removeLast() }
+        while text.utf8.count > response.bodyExcerpt.count { text.removeLast() }
         return text
     }
 
     /// Maps a response to the queue's view (DESIGN.md §3): 2xx delivered; 408, 425, 429, 5xx
     /// retryable (with `Retry-After` when sent); everything else, 3xx included, permanent.
-    static func classify(status: Int, headers: HTTPHeaders, reason: String) -> DeliveryResult {
-        let description = "HTTP \(status) \(reason)"
+    static func classify(_ response: HTTPResponseSummary) -> DeliveryResult {
+        let status = response.status
+        let description = "HTTP \(status) \(response.reason)"
         switch status {
         case 200..<300:
             return .delivered(status: status)
         case 408, 425, 429, 500..<600:
-            return .retryable(
-                status: status, error: description,
-                retryAfter: headers.first(name: "retry-after").flatMap { RetryAfter.seconds($0, now: Date()) })
+            let retryAfter = response.header("retry-after")
+                .flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) }
+                .map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
+            return .retryable(status: status, error: description, retryAfter: retryAfter)
         case 300..<400:
             return .permanent(status: status, error: description + " (redirects are not followed)")
         default:
@@ -173,74 +157,26 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         }
     }
 
-    /// Maps a transport error; `quick` marks the clearly transient ones worth an in-process retry.
-    static func classify(error: any Error, url: String, configuration: HTTPDelivererConfiguration)
-        -> (result: DeliveryResult, quick: Bool)
-    {
-        let text = String(describing: error)
-        if let clientError = error as? HTTPClientError {
-            if clientError == .connectTimeout {
-                return (.retryable(status: nil, error: "connect timeout after \(Int(configuration.connectTimeout)) s", retryAfter: nil), false)
-            }
-            if clientError == .readTimeout || clientError == .deadlineExceeded {
-                return (.retryable(status: nil, error: "timeout after \(Int(configuration.totalTimeout)) s", retryAfter: nil), false)
-            }
-            if clientError == .remoteConnectionClosed {
-                return (.retryable(status: nil, error: "connection closed by the server before a response", retryAfter: nil), true)
-            }
-            if clientError == .invalidURL || clientError == .emptyHost || clientError == .emptyScheme
-                || text.contains("unsupportedScheme")
-            {
-                return (.permanent(status: nil, error: "invalid URL: \(url)"), false)
-            }
+    /// Maps a transport failure: a bad URL or a failed TLS verification cannot be fixed by
+    /// waiting; everything else is retried on the queue's schedule.
+    static func classify(_ error: TransportError, configuration: HTTPDelivererConfiguration) -> DeliveryResult {
+        switch error.kind {
+        case .invalidRequest:
+            return .permanent(status: nil, error: "invalid URL or request: \(error.message.prefix(200))")
+        case .tlsFailure:
+            return .permanent(status: nil, error: "TLS failure: \(error.message.prefix(200))")
+        case .connectRefused:
+            return .retryable(status: nil, error: "connection refused", retryAfter: nil)
+        case .connectionReset:
+            return .retryable(status: nil, error: "connection reset before a complete response", retryAfter: nil)
+        case .connectTimeout:
+            return .retryable(status: nil, error: "connect timeout after \(Int(configuration.connectTimeout)) s", retryAfter: nil)
+        case .readTimeout:
+            return .retryable(status: nil, error: "timeout after \(Int(configuration.totalTimeout)) s", retryAfter: nil)
+        case .dnsFailure:
+            return .retryable(status: nil, error: "DNS lookup failed: \(error.message.prefix(200))", retryAfter: nil)
+        default:
+            return .retryable(status: nil, error: "transport error: \(error.message.prefix(200))", retryAfter: nil)
         }
-        if let ioError = error as? IOError {
-            if ioError.errnoCode == ECONNREFUSED {
-                return (.retryable(status: nil, error: "connection refused", retryAfter: nil), true)
-            }
-            if ioError.errnoCode == ECONNRESET || ioError.errnoCode == EPIPE {
-                return (.retryable(status: nil, error: "connection reset", retryAfter: nil), true)
-            }
-        }
-        if text.contains("connectionRefused") || text.contains("Connection refused") {
-            return (.retryable(status: nil, error: "connection refused", retryAfter: nil), true)
-        }
-        if text.contains("NIOSSL") || text.contains("handshakeFailed") || text.contains("certificate") {
-            return (.permanent(status: nil, error: "TLS failure: \(text.prefix(200))"), false)
-        }
-        if text.contains("connectTimeout") {
-            return (.retryable(status: nil, error: "connect timeout after \(Int(configuration.connectTimeout)) s", retryAfter: nil), false)
-        }
-        return (.retryable(status: nil, error: "transport error: \(text.prefix(200))", retryAfter: nil), false)
-    }
-}
-
-/// Standard Webhooks signing: `v1,<base64 HMAC-SHA256(key, "id.timestamp.body")>`, the key
-/// given as `whsec_<base64>`.
-public enum WebhookSignature {
-    /// Signs one message.
-    public static func sign(secret: String, id: String, timestamp: Int, body: [UInt8]) throws -> String {
-        guard secret.hasPrefix("whsec_"), let key = Data(base64Encoded: String(secret.dropFirst(6))) else {
-            throw TargetError(message: "signing secret is not whsec_<base64>")
-        }
-        var message = Array("\(id).\(timestamp).".utf8)
-        message += body
-        let mac = HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key))
-        return "v1," + Data(mac).base64EncodedString()
-    }
-}
-
-/// `Retry-After` in both forms: delta-seconds or an HTTP-date.
-public enum RetryAfter {
-    /// Seconds to wait from `now`, or nil when the value is neither form.
-    public static func seconds(_ value: String, now: Date) -> Double? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Int(trimmed) { return Double(max(0, seconds)) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: trimmed) else { return nil }
-        return max(0, date.timeIntervalSince(now))
     }
 }
