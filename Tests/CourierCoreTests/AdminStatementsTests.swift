@@ -31,7 +31,8 @@ final class AdminStatementsTests: XCTestCase {
         try connection.transaction { connection in
             try connection.simpleQuery(AdminStatements.createImportTable)
             for (index, sql) in [AdminStatements.importHasProblems, AdminStatements.importProblems,
-                                 AdminStatements.dropImportLines, AdminStatements.insertImport].enumerated() {
+                                 AdminStatements.dropImportLines, AdminStatements.insertImportUnkeyed,
+                                 AdminStatements.insertImportKeyed].enumerated() {
                 XCTAssertNoThrow(try connection.prepare(name: "import_\(index)", sql: sql), sql)
             }
         }
@@ -58,5 +59,29 @@ final class AdminStatementsTests: XCTestCase {
         let report = try store.importJobs([[(1, good), (2, bad)], [(3, big), (4, key), (5, good)]], skipInvalid: true)
         XCTAssertEqual(report.inserted, 2)
         XCTAssertEqual(report.rejected.map(\.line), [2, 3, 4])
+    }
+
+    func testImportKeepsEveryByteOfTheBodyAndTheFirstJobOfAKey() throws {
+        let store = AdminStore(connection: connection)
+        let queue = "bytes\(UInt32.random(in: 0...UInt32.max))"
+        var binary = NewJob(url: "https://example.com/bytes")
+        binary.queue = queue
+        binary.body = (0...255).map { UInt8($0) } + Array(#"\x41 \\ tab\there"#.utf8)
+        binary.headers = [("Content-Type", "application/octet-stream"), ("X-Note", "a\\b")]
+        var keyed = NewJob(url: "https://example.com/keyed")
+        keyed.queue = queue
+        keyed.idempotencyKey = "k1"
+        var again = keyed
+        again.url = "https://example.com/second"
+        let report = try store.importJobs([[(1, binary), (2, keyed), (3, again)]], skipInvalid: false)
+        XCTAssertEqual(report.inserted, 2)
+        XCTAssertEqual(report.duplicates, 1)
+        let row = try connection.query(
+            "SELECT body, headers->>'X-Note' FROM courier.jobs WHERE queue = $1 AND url = $2", [queue, binary.url])[0]
+        XCTAssertEqual(try row.decode(0, as: [UInt8].self), binary.body)
+        XCTAssertEqual(try row.decode(1, as: String.self), "a\\b")
+        XCTAssertEqual(
+            try connection.query("SELECT url FROM courier.jobs WHERE queue = $1 AND idempotency_key = 'k1'", [queue])[0]
+                .decode(0, as: String.self), keyed.url)
     }
 }

@@ -113,13 +113,20 @@ struct BenchRunner {
     /// Waits until `count` jobs of `queue` succeeded; returns when, or throws after the timeout.
     func waitForSucceeded(_ queue: String, count: Int, started: Date, sample: (() -> Void)? = nil) throws -> Date {
         while true {
-            let done: Int = try connection.queryCached(BenchStatements.succeededCount, [queue])[0].decode(0)
-            if done >= count { return Date() }
+            let unfinished: Bool = try connection.queryCached(BenchStatements.hasUnfinished, [queue])[0].decode(0)
+            if !unfinished {
+                let finished = Date()
+                let done: Int = try connection.queryCached(BenchStatements.succeededCount, [queue])[0].decode(0)
+                guard done == count else {
+                    throw CLIError("benchmark queue \(queue): \(count - done) of \(count) jobs did not succeed")
+                }
+                return finished
+            }
             if Date().timeIntervalSince(started) > timeout {
-                throw CLIError("benchmark queue \(queue): only \(done) of \(count) jobs succeeded within \(Output.duration(timeout))")
+                throw CLIError("benchmark queue \(queue): jobs still unfinished after \(Output.duration(timeout))")
             }
             sample?()
-            Thread.sleep(forTimeInterval: 0.02)
+            Thread.sleep(forTimeInterval: 0.01)
         }
     }
 

@@ -40,19 +40,7 @@ final class WorkerProcess {
     init(arguments: [String], logPath: String) throws {
         self.logPath = logPath
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let full = [executable, "worker"] + arguments
-        let argv: [UnsafeMutablePointer<CChar>?] = full.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var child: pid_t = 0
-        let status = posix_spawn(&child, executable, &actions, nil, argv, environ)
-        guard status == 0 else { throw CLIError("cannot start the worker: \(String(cString: strerror(status)))") }
-        pid = child
+        pid = try Spawn.start([executable, "worker"] + arguments, outputPath: logPath, append: true)
     }
 
     var stats: ProcessStats? { ProcessStats.read(pid: pid) }
@@ -67,8 +55,6 @@ final class WorkerProcess {
     @discardableResult
     func stop() -> Int32 {
         kill(pid, SIGTERM)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return Spawn.wait(pid)
     }
 }

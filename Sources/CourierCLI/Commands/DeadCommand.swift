@@ -67,16 +67,7 @@ struct DeadCommand: ParsableCommand {
         var id: String
 
         func run() throws {
-            let id = try parseIDs([self.id])[0]
-            let connection = try database.connect()
-            defer { connection.close() }
-            guard let job = try AdminStore(connection: connection).job(id) else {
-                throw CLIError.notFound("no job with id \(id)")
-            }
-            guard job.summary.state == .dead else {
-                throw CLIError.notFound("job \(id) is not dead (it is \(job.summary.state.rawValue)); see courier jobs show \(id)")
-            }
-            try JobsOutput.printDetail(job, json: output.json)
+            try JobsOutput.show(id, database: database, json: output.json, onlyDead: true)
         }
     }
 
@@ -127,12 +118,10 @@ struct DeadCommand: ParsableCommand {
         }
 
         private func requeueByID() throws {
-            let ids = try parseIDs(ids)
-            let connection = try database.connect()
-            defer { connection.close() }
-            try confirm("Requeue \(ids.count) dead jobs?", count: ids.count, yes: yes)
-            let changes = try AdminStore(connection: connection).requeueDead(ids)
-            try JobsOutput.report(changes, verb: "requeued", allowed: "dead", json: output.json)
+            try JobsOutput.change(
+                JobIDs(ids: ids), database: database, json: output.json, verb: "requeued", allowed: "dead",
+                confirmingWith: yes
+            ) { try $0.requeueDead($1) }
         }
 
         private func requeueMatching() throws {

@@ -70,13 +70,7 @@ struct JobsCommand: ParsableCommand {
         var id: String
 
         func run() throws {
-            let id = try parseIDs([self.id])[0]
-            let connection = try database.connect()
-            defer { connection.close() }
-            guard let job = try AdminStore(connection: connection).job(id) else {
-                throw CLIError.notFound("no job with id \(id)")
-            }
-            try JobsOutput.printDetail(job, json: output.json)
+            try JobsOutput.show(id, database: database, json: output.json, onlyDead: false)
         }
     }
 
@@ -97,19 +91,12 @@ struct JobsCommand: ParsableCommand {
         )
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var output: OutputOptions
-        @Argument(help: "Job ids.")
-        var ids: [String]
-
-        func validate() throws {
-            if ids.isEmpty { throw CLIError.usage("give at least one job id") }
-        }
+        @OptionGroup var jobs: JobIDs
 
         func run() throws {
-            let ids = try parseIDs(ids)
-            let connection = try database.connect()
-            defer { connection.close() }
-            let changes = try AdminStore(connection: connection).cancel(ids)
-            try JobsOutput.report(changes, verb: "cancelled", allowed: "pending or retrying", json: output.json)
+            try JobsOutput.change(jobs, database: database, json: output.json, verb: "cancelled", allowed: "pending or retrying") {
+                try $0.cancel($1)
+            }
         }
     }
 
@@ -127,25 +114,58 @@ struct JobsCommand: ParsableCommand {
         )
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var output: OutputOptions
-        @Argument(help: "Job ids.")
-        var ids: [String]
-
-        func validate() throws {
-            if ids.isEmpty { throw CLIError.usage("give at least one job id") }
-        }
+        @OptionGroup var jobs: JobIDs
 
         func run() throws {
-            let ids = try parseIDs(ids)
-            let connection = try database.connect()
-            defer { connection.close() }
-            let changes = try AdminStore(connection: connection).retryNow(ids)
-            try JobsOutput.report(changes, verb: "scheduled now", allowed: "pending or retrying", json: output.json)
+            try JobsOutput.change(jobs, database: database, json: output.json, verb: "scheduled now", allowed: "pending or retrying") {
+                try $0.retryNow($1)
+            }
         }
     }
 }
 
-/// Rendering shared by `jobs` and `dead`.
+/// One or more job ids as arguments.
+struct JobIDs: ParsableArguments {
+    @Argument(help: "Job ids.")
+    var ids: [String] = []
+
+    init() {}
+
+    init(ids: [String]) { self.ids = ids }
+
+    func validate() throws {
+        if ids.isEmpty { throw CLIError.usage("give at least one job id") }
+    }
+}
+
+/// Running and rendering shared by `jobs` and `dead`.
 enum JobsOutput {
+    /// `jobs show` and `dead show`: one job, or exit 3.
+    static func show(_ text: String, database: DatabaseOptions, json: Bool, onlyDead: Bool) throws {
+        let id = try parseIDs([text])[0]
+        let connection = try database.connect()
+        defer { connection.close() }
+        guard let job = try AdminStore(connection: connection).job(id) else {
+            throw CLIError.notFound("no job with id \(id)")
+        }
+        if onlyDead && job.summary.state != .dead {
+            throw CLIError.notFound("job \(id) is not dead (it is \(job.summary.state.rawValue)); see courier jobs show \(id)")
+        }
+        try printDetail(job, json: json)
+    }
+
+    /// Cancel, run now, requeue by id: applies `action` and reports each id.
+    static func change(
+        _ jobs: JobIDs, database: DatabaseOptions, json: Bool, verb: String, allowed: String,
+        confirmingWith yes: Bool? = nil, action: (AdminStore, [Int64]) throws -> [JobChange]
+    ) throws {
+        let ids = try parseIDs(jobs.ids)
+        if let yes { try confirm("\(verb.capitalized) \(ids.count) jobs?", count: ids.count, yes: yes) }
+        let connection = try database.connect()
+        defer { connection.close() }
+        try report(try action(AdminStore(connection: connection), ids), verb: verb, allowed: allowed, json: json)
+    }
+
     static func summaryJSON(_ job: JobSummary) -> [String: Any] {
         [
             "id": job.id, "queue": job.queue, "state": job.state.rawValue, "priority": job.priority,

@@ -61,28 +61,11 @@ final class ThrowawayCluster {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    /// Runs a command to completion with posix_spawn and waitpid. Foundation's `Process` is not
-    /// used here: `pg_ctl start` leaves a server behind that inherits the child's descriptors,
-    /// which keeps `Process` from ever noticing the exit.
+    /// Runs a command to completion (see `Spawn`), its output in `command.log`.
     private func run(_ command: [String]) throws {
         let full = asOwner + command
         let logPath = directory.appendingPathComponent("command.log").path
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o666)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv: [UnsafeMutablePointer<CChar>?] = full.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, full[0], &actions, nil, argv, environ)
-        guard spawned == 0 else {
-            throw CLIError("cannot run \(full[0]): \(String(cString: strerror(spawned)))")
-        }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let exitCode = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        let exitCode = Spawn.wait(try Spawn.start(full, outputPath: logPath, append: false))
         guard exitCode == 0 else {
             let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
             let name = URL(fileURLWithPath: command[0]).lastPathComponent

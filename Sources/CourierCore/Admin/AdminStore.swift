@@ -51,10 +51,13 @@ public struct AdminStore {
         try connection.transaction { connection in
             try connection.simpleQuery(AdminStatements.createImportTable)
             var staged = 0
+            var headerCache = HeaderJSONCache()
             let chunks = pieces.lazy.map { piece -> [UInt8] in
                 var buffer: [UInt8] = []
-                buffer.reserveCapacity(piece.count * 400)
-                for (line, job) in piece { Self.appendCopyRow(line: line, job: job, to: &buffer) }
+                buffer.reserveCapacity(piece.count * 600)
+                for (line, job) in piece {
+                    Self.appendCopyRow(line: line, job: job, headersJSON: headerCache.json(for: job), to: &buffer)
+                }
                 staged += piece.count
                 progress(staged)
                 return buffer
@@ -72,18 +75,19 @@ public struct AdminStore {
                     _ = try connection.query(AdminStatements.dropImportLines, [PostgresArray(late.map { Int64($0.line) })])
                 }
             }
-            let inserted = try connection.query(AdminStatements.insertImport).affectedRows
+            let inserted = try connection.query(AdminStatements.insertImportUnkeyed).affectedRows
+                + connection.query(AdminStatements.insertImportKeyed).affectedRows
             let accepted = staged - late.count
             return ImportReport(staged: staged, inserted: inserted, duplicates: accepted - inserted, rejected: problems)
         }
     }
 
-    static func appendCopyRow(line: Int, job: NewJob, to buffer: inout [UInt8]) {
+    static func appendCopyRow(line: Int, job: NewJob, headersJSON: String, to buffer: inout [UInt8]) {
         let tab: UInt8 = 0x09
         CopyText.appendField(String(line), to: &buffer); buffer.append(tab)
         CopyText.appendField(job.url, to: &buffer); buffer.append(tab)
         CopyText.appendField(job.method, to: &buffer); buffer.append(tab)
-        CopyText.appendField(job.headersJSON, to: &buffer); buffer.append(tab)
+        CopyText.appendField(headersJSON, to: &buffer); buffer.append(tab)
         CopyText.appendField(job.queue, to: &buffer); buffer.append(tab)
         CopyText.appendBytea(job.body, to: &buffer); buffer.append(tab)
         CopyText.appendField(job.maxAttempts.map(String.init), to: &buffer); buffer.append(tab)
@@ -299,6 +303,21 @@ public struct AdminStore {
             }
         }
         return QueueStatsReport(queues: health.values.sorted { $0.queue < $1.queue }, estimatedTotals: totals)
+    }
+}
+
+/// Remembers the JSON of the last header list: a bulk load mostly repeats the same headers,
+/// and serializing them for every row cost more than the rest of the row.
+struct HeaderJSONCache {
+    private var headers: [(String, String)] = []
+    private var cached: String?
+
+    mutating func json(for job: NewJob) -> String {
+        if let cached, job.headers.elementsEqual(headers, by: ==) { return cached }
+        let json = job.headersJSON
+        headers = job.headers
+        cached = json
+        return json
     }
 }
 

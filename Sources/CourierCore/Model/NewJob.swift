@@ -72,18 +72,24 @@ public enum CopyText {
         }
     }
 
-    /// Appends a bytea field in hex form (`\\x...` once escaped for COPY).
+    /// Appends a bytea field in bytea's escape form, escaped again for COPY: printable ASCII
+    /// other than the backslash passes as is (a JSON body stays its own size, where hex would
+    /// double it), a backslash becomes `\\\\`, any other byte `\\ooo`.
     public static func appendBytea(_ bytes: [UInt8]?, to buffer: inout [UInt8]) {
         guard let bytes else {
             buffer += [0x5C, 0x4E]
             return
         }
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        buffer += [0x5C, 0x5C, 0x78]
-        buffer.reserveCapacity(buffer.count + bytes.count * 2)
+        buffer.reserveCapacity(buffer.count + bytes.count + 16)
         for byte in bytes {
-            buffer.append(digits[Int(byte >> 4)])
-            buffer.append(digits[Int(byte & 0x0F)])
+            switch byte {
+            case 0x5C:
+                buffer += [0x5C, 0x5C, 0x5C, 0x5C]
+            case 0x20...0x7E:
+                buffer.append(byte)
+            default:
+                buffer += [0x5C, 0x5C, 0x30 + (byte >> 6), 0x30 + ((byte >> 3) & 7), 0x30 + (byte & 7)]
+            }
         }
     }
 }

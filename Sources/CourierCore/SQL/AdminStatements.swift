@@ -66,20 +66,32 @@ public enum AdminStatements {
     /// Drops staged lines `$1` (the rejected ones, under `--skip-invalid`).
     public static let dropImportLines = "DELETE FROM courier_import WHERE line = ANY ($1::bigint[])"
 
-    /// Moves the staged rows into `courier.jobs` in one statement (one NOTIFY per queue through
-    /// the statement trigger). An idempotency key already in the queue keeps the first job.
-    public static let insertImport = """
+    /// Moves the staged rows without an idempotency key into `courier.jobs` in one statement
+    /// (one NOTIFY per queue through the statement trigger). A plain insert: ON CONFLICT would
+    /// make every row a speculative insertion, a fifth of a bulk load's insert time.
+    public static let insertImportUnkeyed = insertImport(keyed: false)
+
+    /// Moves the staged rows with an idempotency key; a key already in the queue keeps the
+    /// first job.
+    public static let insertImportKeyed = insertImport(keyed: true)
+
+    private static func insertImport(keyed: Bool) -> String {
+        """
         INSERT INTO courier.jobs (queue, priority, method, url, headers, body, max_attempts, retry_schedule,
                                   run_at, idempotency_key)
         SELECT i.queue, i.priority, upper(i.method), i.url, i.headers, i.body,
                coalesce(i.max_attempts, q.max_attempts, 10),
-               (SELECT array_agg(s * interval '1 second' ORDER BY n) FROM unnest(i.retry_s) WITH ORDINALITY AS u(s, n)),
+               CASE WHEN i.retry_s IS NOT NULL THEN
+                   (SELECT array_agg(s * interval '1 second' ORDER BY n) FROM unnest(i.retry_s) WITH ORDINALITY AS u(s, n))
+               END,
                coalesce(i.run_at, now() + coalesce(i.delay_s, 0) * interval '1 second'), i.idempotency_key
         FROM courier_import i
         LEFT JOIN courier.queues q ON q.name = i.queue
+        WHERE i.idempotency_key IS \(keyed ? "NOT NULL" : "NULL")
         ORDER BY i.line
-        ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        \(keyed ? "ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING" : "")
         """
+    }
 
     /// Newest first, filtered: `$1` state, `$2` queue, `$3` URL substring, `$4` created since,
     /// `$5` finished since, `$6` error substring, `$7` limit (NULL filters are off). Walks the

@@ -7,6 +7,12 @@ public enum BenchStatements {
         SELECT count(*) FROM courier.jobs WHERE state = 'succeeded' AND queue = $1
         """
 
+    /// Whether queue `$1` still has unfinished jobs. Stops at the first one, so polling it
+    /// often costs the server almost nothing, unlike counting tens of thousands of rows.
+    public static let hasUnfinished = """
+        SELECT EXISTS (SELECT 1 FROM courier.jobs WHERE state IN ('pending', 'running', 'retrying') AND queue = $1)
+        """
+
     /// Attempts recorded for the jobs of queue `$1`.
     public static let attemptCount = """
         SELECT count(*) FROM courier.attempts a JOIN courier.jobs j ON j.id = a.job_id WHERE j.queue = $1
