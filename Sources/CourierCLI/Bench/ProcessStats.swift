@@ -40,8 +40,12 @@ final class WorkerProcess {
     init(arguments: [String], logPath: String) throws {
         self.logPath = logPath
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        pid = try Spawn.start([executable, "worker"] + arguments, outputPath: logPath, append: true)
+        let pid = try Spawn.start([executable, "worker"] + arguments, outputPath: logPath, append: true)
+        self.pid = pid
+        cleanupKey = SignalCleanup.shared.add { kill(pid, SIGKILL) }
     }
+
+    private var cleanupKey: Int?
 
     var stats: ProcessStats? { ProcessStats.read(pid: pid) }
 
@@ -55,6 +59,7 @@ final class WorkerProcess {
     @discardableResult
     func stop() -> Int32 {
         kill(pid, SIGTERM)
+        defer { if let cleanupKey { SignalCleanup.shared.remove(cleanupKey) } }
         return Spawn.wait(pid)
     }
 }

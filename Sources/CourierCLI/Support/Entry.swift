@@ -12,6 +12,7 @@ public enum CourierMain {
     /// Runs `courier` with the process arguments and exits.
     public static func main() async -> Never {
         let code = await run(Array(CommandLine.arguments.dropFirst()))
+        SignalCleanup.shared.waitIfCleaning()
         exit(code)
     }
 
@@ -100,6 +101,7 @@ public enum CourierMain {
     }
 
     static func printError(_ line: String) {
+        if SignalCleanup.shared.isCleaning { return }
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 }

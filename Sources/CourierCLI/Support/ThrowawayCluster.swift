@@ -16,6 +16,7 @@ final class ThrowawayCluster {
     private let binDirectory: String
     private let asOwner: [String]
     private var running = true
+    private var cleanupKey: Int?
 
     /// Initializes and starts a cluster; throws a `CLIError` that says what is missing.
     init(tuning: [String] = []) throws {
@@ -49,6 +50,8 @@ final class ThrowawayCluster {
         handle.write(Data(("\n" + settings.joined(separator: "\n") + "\n").utf8))
         try handle.close()
         try run(["\(bin)/pg_ctl", "-D", data, "-l", directory.appendingPathComponent("server.log").path, "-w", "-t", "60", "start"])
+        let box = UncheckedBox(self)
+        cleanupKey = SignalCleanup.shared.add { box.value.stop() }
     }
 
     deinit { stop() }
@@ -57,6 +60,7 @@ final class ThrowawayCluster {
     func stop() {
         guard running else { return }
         running = false
+        if let cleanupKey { SignalCleanup.shared.remove(cleanupKey) }
         _ = try? run(["\(binDirectory)/pg_ctl", "-D", directory.appendingPathComponent("data").path, "-m", "immediate", "stop"])
         try? FileManager.default.removeItem(at: directory)
     }
