@@ -60,6 +60,7 @@ let package = Package(
             resources: [
                 .embedInCode("Migrations/0001_init.sql"),
                 .embedInCode("Migrations/0002_job_problem.sql"),
+                .embedInCode("Migrations/0003_cheaper_queue_check.sql"),
             ],
             swiftSettings: strict
         ),

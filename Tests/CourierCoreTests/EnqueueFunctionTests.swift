@@ -124,6 +124,27 @@ final class EnqueueFunctionTests: XCTestCase {
         }
     }
 
+    func testQueueNameCheckOnTheTableAcceptsExactlyWhatTheEnqueueRuleAccepts() throws {
+        // jobs_queue_valid (0003) is written without a regular expression for speed; it must
+        // agree with the pattern courier.validate_job uses, also for rows written directly.
+        let id: Int = try connection.query("SELECT courier.enqueue(url => 'https://example.com/x')")[0].decode(0)
+        let names = [
+            "", "a", "billing", "Billing.v2:eu-west_1", "-._:", String(repeating: "q", count: 128),
+            String(repeating: "q", count: 129), "a b", "a/b", "caf\u{E9}", "\u{1F680}", "tab\there", "x\ny", "a'b", "a%b",
+        ]
+        for name in names {
+            let expected: Bool = try connection.query("SELECT $1 ~ '^[A-Za-z0-9_.:-]{1,128}$'", [name])[0].decode(0)
+            var accepted = true
+            do {
+                try connection.query("UPDATE courier.jobs SET queue = $1 WHERE id = $2", [name, id])
+            } catch let error as PostgresError {
+                XCTAssertEqual(error.sqlState, "23514", "\(name.debugDescription): \(error)")
+                accepted = false
+            }
+            XCTAssertEqual(accepted, expected, "queue name \(name.debugDescription)")
+        }
+    }
+
     func testInsertWakesListenersOncePerStatementAndQueue() throws {
         let listener = try PostgresConnection(databaseURL)
         defer { listener.close() }
