@@ -8,18 +8,20 @@ public struct PostgresArray: PostgresEncodable, Sendable {
 
     /// Wraps elements; `nil` elements become SQL NULL.
     public init(_ elements: [(any PostgresEncodable)?]) {
-        var text = "{"
-        text.reserveCapacity(elements.count * 8 + 2)
+        // Built as UTF-8 bytes: the complete batch of a busy worker encodes thousands of
+        // elements per second, and appending scalar by scalar to a String showed in profiles.
+        var bytes: [UInt8] = [UInt8(ascii: "{")]
+        bytes.reserveCapacity(elements.count * 12 + 2)
         for (index, element) in elements.enumerated() {
-            if index > 0 { text.append(",") }
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
             switch element?.postgresValue ?? .null {
-            case .null: text.append("NULL")
-            case .text(let value): Self.appendQuoted(value, to: &text)
-            case .bytes(let bytes): Self.appendQuoted(Self.hex(bytes), to: &text)
+            case .null: bytes.append(contentsOf: "NULL".utf8)
+            case .text(let value): Self.appendQuoted(value, to: &bytes)
+            case .bytes(let data): Self.appendQuotedHex(data, to: &bytes)
             }
         }
-        text.append("}")
-        literal = text
+        bytes.append(UInt8(ascii: "}"))
+        literal = String(decoding: bytes, as: UTF8.self)
     }
 
     /// Wraps non-optional elements.
@@ -29,25 +31,41 @@ public struct PostgresArray: PostgresEncodable, Sendable {
 
     public var postgresValue: PostgresValue { .text(literal) }
 
-    private static func appendQuoted(_ value: String, to text: inout String) {
-        text.append("\"")
-        for character in value.unicodeScalars {
-            if character == "\"" || character == "\\" { text.append("\\") }
-            text.unicodeScalars.append(character)
-        }
-        text.append("\"")
+    private static let quote = UInt8(ascii: "\"")
+    private static let backslash = UInt8(ascii: "\\")
+
+    private static func appendQuoted(_ value: String, to bytes: inout [UInt8]) {
+        bytes.append(quote)
+        let done: Void? = value.utf8.withContiguousStorageIfAvailable { appendEscaped($0, to: &bytes) }
+        if done == nil { appendEscaped(Array(value.utf8), to: &bytes) }
+        bytes.append(quote)
     }
 
-    private static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8](repeating: 0, count: 2 + bytes.count * 2)
-        out[0] = UInt8(ascii: "\\")
-        out[1] = UInt8(ascii: "x")
-        for (i, byte) in bytes.enumerated() {
-            out[2 + 2 * i] = digits[Int(byte >> 4)]
-            out[3 + 2 * i] = digits[Int(byte & 0xF)]
+    private static func appendEscaped(_ utf8: some Collection<UInt8>, to bytes: inout [UInt8]) {
+        guard utf8.contains(where: { $0 == quote || $0 == backslash }) else {
+            bytes.append(contentsOf: utf8)
+            return
         }
-        return String(decoding: out, as: UTF8.self)
+        for byte in utf8 {
+            if byte == quote || byte == backslash { bytes.append(backslash) }
+            bytes.append(byte)
+        }
+    }
+
+    /// A bytea element in hex form; the backslash of `\x` is escaped inside the quotes.
+    private static func appendQuotedHex(_ data: [UInt8], to bytes: inout [UInt8]) {
+        let digits: StaticString = "0123456789abcdef"
+        bytes.append(quote)
+        bytes.append(backslash)
+        bytes.append(backslash)
+        bytes.append(UInt8(ascii: "x"))
+        digits.withUTF8Buffer { hex in
+            for byte in data {
+                bytes.append(hex[Int(byte >> 4)])
+                bytes.append(hex[Int(byte & 0xF)])
+            }
+        }
+        bytes.append(quote)
     }
 
     /// Parses a one-dimensional array's text form (`{1,2,NULL}`, `{"a b","c"}`) into elements.

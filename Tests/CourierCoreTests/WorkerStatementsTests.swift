@@ -179,8 +179,14 @@ final class WorkerStatementsTests: XCTestCase {
     }
 
     func testArrayParametersRoundTripQuotesAndNulls() throws {
-        let values: [String?] = ["a\"b", "c\\d", nil, "", "x,y", "{z}"]
+        let values: [String?] = ["a\"b", "c\\d", nil, "", "x,y", "{z}", "caf\u{E9} \u{2713} \u{1F680}", "NULL"]
         let text: String = try connection.query("SELECT $1::text[]::text", [PostgresArray(values)])[0].decode(0)
         XCTAssertEqual(PostgresArray.parse(text), values)
+        let bytes: [UInt8] = [0, 255, 92, 34, 123, 44]
+        let row = try connection.query(
+            "SELECT ($1::bytea[])[1], ($1::bytea[])[2] IS NULL, cardinality($1::bytea[])", [PostgresArray([bytes, nil] as [[UInt8]?])])[0]
+        XCTAssertEqual(try row.decode(0, as: [UInt8].self), bytes)
+        XCTAssertEqual(try row.decode(1, as: Bool.self), true)
+        XCTAssertEqual(try row.decode(2, as: Int.self), 2)
     }
 }
