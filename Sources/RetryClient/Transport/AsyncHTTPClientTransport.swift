@@ -35,6 +35,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         /// timeout. Default `false`: the retry policy decides about refused connections, and a
         /// refused connection is reported at once instead of after the whole timeout.
         public var retryConnectionEstablishment: Bool = false
+        /// Whether AsyncHTTPClient opens a span per request with the globally bootstrapped
+        /// tracer (swift-distributed-tracing). Default `false`: even the no-op tracer costs a
+        /// few percent of the CPU of a busy sender, and the caller sees every attempt anyway.
+        public var tracesRequests: Bool = false
 
         /// Creates the default configuration; change fields afterwards.
         public init() {}
@@ -65,6 +69,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         ahc.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = configuration.maximumConnectionsPerHost
         ahc.connectionPool.retryConnectionEstablishment = configuration.retryConnectionEstablishment
         ahc.decompression = .disabled
+        if !configuration.tracesRequests { ahc.tracing.tracer = nil }
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: ahc)
     }
 
