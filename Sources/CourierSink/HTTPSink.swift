@@ -66,6 +66,20 @@ public final class HTTPSink: Sendable {
         host: String = "127.0.0.1", port: Int = 0,
         handler: @escaping @Sendable (SinkRequest) async -> SinkResponse
     ) async throws -> HTTPSink {
+        try await start(host: host, port: port, answer: .async(handler))
+    }
+
+    /// Starts a sink whose handler answers at once, on the connection's event loop: no task
+    /// per request, so a benchmark's sink takes as little of the machine as it can. The
+    /// handler must not block; `.delayed` responses are scheduled on the event loop.
+    public static func start(
+        host: String = "127.0.0.1", port: Int = 0,
+        immediate handler: @escaping @Sendable (SinkRequest) -> SinkResponse
+    ) async throws -> HTTPSink {
+        try await start(host: host, port: port, answer: .immediate(handler))
+    }
+
+    private static func start(host: String, port: Int, answer handler: SinkAnswer) async throws -> HTTPSink {
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -87,15 +101,20 @@ public final class HTTPSink: Sendable {
     }
 }
 
+private enum SinkAnswer: Sendable {
+    case async(@Sendable (SinkRequest) async -> SinkResponse)
+    case immediate(@Sendable (SinkRequest) -> SinkResponse)
+}
+
 private final class SinkHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private let handler: @Sendable (SinkRequest) async -> SinkResponse
+    private let handler: SinkAnswer
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
 
-    init(handler: @escaping @Sendable (SinkRequest) async -> SinkResponse) {
+    init(handler: SinkAnswer) {
         self.handler = handler
     }
 
@@ -115,7 +134,18 @@ private final class SinkHandler: ChannelInboundHandler, @unchecked Sendable {
             let version = head.version
             let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
             let eventLoop = context.eventLoop
-            let handler = self.handler
+            guard case .async(let handler) = self.handler else {
+                guard case .immediate(let answer) = self.handler else { return }
+                let response = answer(request)
+                if case .delayed(let seconds, _, _, _) = response {
+                    eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) {
+                        Self.write(response, keepAlive: keepAlive, version: version, context: loopBound.value)
+                    }
+                } else {
+                    Self.write(response, keepAlive: keepAlive, version: version, context: context)
+                }
+                return
+            }
             Task {
                 let response = await handler(request)
                 if case .delayed(let seconds, _, _, _) = response {

@@ -28,7 +28,7 @@ final class BenchSink {
         }
         let ok: [UInt8] = Array(#"{"ok":true}"#.utf8)
         let sink = try blockingAwait {
-            try await HTTPSink.start { request in
+            try await HTTPSink.start(immediate: { request in
                 switch request.path {
                 case "/flaky":
                     let id = Int(request.header("courier-job-id") ?? "") ?? 0
@@ -41,7 +41,7 @@ final class BenchSink {
                 default:
                     return .respond(status: 200, body: ok)
                 }
-            }
+            })
         }
         return BenchSink(baseURL: sink.baseURL, sink: sink)
     }
