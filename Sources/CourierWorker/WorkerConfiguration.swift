@@ -6,9 +6,10 @@ public struct WorkerConfiguration: Sendable {
     public var workerID: String
     /// Queues to work; nil for all (default nil).
     public var queues: [String]?
-    /// Deliveries in flight at once across the process (default 100).
+    /// Deliveries in flight at once across the process (default 200).
     public var concurrency: Int
-    /// Claim loops, each with its own connection (default 2).
+    /// Claim loops, each with its own connection (default 1: one loop claims in bigger batches,
+    /// which costs the database less per job; add processes or loops to claim in parallel).
     public var loops: Int
     /// The most jobs one claim takes (default 100).
     public var batchSize: Int
@@ -35,8 +36,8 @@ public struct WorkerConfiguration: Sendable {
     public init(
         workerID: String = WorkerConfiguration.defaultWorkerID(),
         queues: [String]? = nil,
-        concurrency: Int = 100,
-        loops: Int = 2,
+        concurrency: Int = 200,
+        loops: Int = 1,
         batchSize: Int = 100,
         pollInterval: Double = 1,
         leaseDuration: Double = 60,

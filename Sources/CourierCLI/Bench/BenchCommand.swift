@@ -49,10 +49,10 @@ struct BenchCommand: ParsableCommand {
     var rate: Int = 200
     @Option(help: "Latency: how long to enqueue (default 20s).")
     var duration: String = "20s"
-    @Option(help: "Worker deliveries in flight (default 100, the worker's default).")
-    var concurrency: Int = 100
-    @Option(help: "Worker claim loops (default 2, the worker's default).")
-    var loops: Int = 2
+    @Option(help: "Worker deliveries in flight (default 200, the worker's default).")
+    var concurrency: Int = 200
+    @Option(help: "Worker claim loops (default 1, the worker's default).")
+    var loops: Int = 1
     @Option(name: .customLong("batch-size"), help: "Worker claim batch (default 100, the worker's default).")
     var batchSize: Int = 100
     @Option(help: "Give up on a scenario after this long (default 300s).")

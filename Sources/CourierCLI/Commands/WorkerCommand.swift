@@ -26,10 +26,10 @@ struct WorkerCommand: ParsableCommand {
     @Option(help: "Comma-separated queues to work (default: all).")
     var queues: String?
 
-    @Option(help: "Deliveries in flight at once in this process (default 100).")
+    @Option(help: "Deliveries in flight at once in this process (default 200).")
     var concurrency: Int?
 
-    @Option(help: "Claim loops, each with its own database connection (default 2).")
+    @Option(help: "Claim loops, each with its own database connection (default 1).")
     var loops: Int?
 
     @Option(name: .customLong("batch-size"), help: "The most jobs one claim takes (default 100).")
