@@ -127,7 +127,8 @@ final class EnqueueFunctionTests: XCTestCase {
     func testQueueNameCheckOnTheTableAcceptsExactlyWhatTheEnqueueRuleAccepts() throws {
         // jobs_queue_valid (0003) is written without a regular expression for speed; it must
         // agree with the pattern courier.validate_job uses, also for rows written directly.
-        let id: Int = try connection.query("SELECT courier.enqueue(url => 'https://example.com/x')")[0].decode(0)
+        let id: Int = try connection.query(
+            "SELECT courier.enqueue(url => $1, payload => $2::jsonb)", ["https://example.com/x", PostgresJSON("{}")])[0].decode(0)
         let names = [
             "", "a", "billing", "Billing.v2:eu-west_1", "-._:", String(repeating: "q", count: 128),
             String(repeating: "q", count: 129), "a b", "a/b", "caf\u{E9}", "\u{1F680}", "tab\there", "x\ny", "a'b", "a%b",
