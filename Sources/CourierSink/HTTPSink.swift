@@ -134,8 +134,8 @@ private final class SinkHandler: ChannelInboundHandler, @unchecked Sendable {
             let version = head.version
             let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
             let eventLoop = context.eventLoop
-            guard case .async(let handler) = self.handler else {
-                guard case .immediate(let answer) = self.handler else { return }
+            switch handler {
+            case .immediate(let answer):
                 let response = answer(request)
                 if case .delayed(let seconds, _, _, _) = response {
                     eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) {
@@ -144,15 +144,15 @@ private final class SinkHandler: ChannelInboundHandler, @unchecked Sendable {
                 } else {
                     Self.write(response, keepAlive: keepAlive, version: version, context: context)
                 }
-                return
-            }
-            Task {
-                let response = await handler(request)
-                if case .delayed(let seconds, _, _, _) = response {
-                    try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
-                }
-                eventLoop.execute {
-                    Self.write(response, keepAlive: keepAlive, version: version, context: loopBound.value)
+            case .async(let answer):
+                Task {
+                    let response = await answer(request)
+                    if case .delayed(let seconds, _, _, _) = response {
+                        try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+                    }
+                    eventLoop.execute {
+                        Self.write(response, keepAlive: keepAlive, version: version, context: loopBound.value)
+                    }
                 }
             }
         }

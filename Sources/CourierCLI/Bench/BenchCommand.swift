@@ -130,8 +130,7 @@ struct BenchCommand: ParsableCommand {
                 "server": server,
                 "worker": ["concurrency": concurrency, "loops": loops, "batch_size": batchSize],
                 "scenarios": results.map(\.json),
-                "goals": goals.filter { !$0.informational }.map { ["goal": $0.goal, "measured": $0.measured, "met": $0.met] },
-                "notes": goals.filter(\.informational).map { "\($0.goal): \($0.measured)" },
+                "goals": goals.map { ["goal": $0.goal, "measured": $0.measured, "met": $0.met] },
             ])
             return
         }
@@ -151,7 +150,7 @@ struct BenchCommand: ParsableCommand {
         if !goals.isEmpty {
             print("")
             for goal in goals {
-                print("\(goal.informational ? "      " : goal.met ? "met   " : "MISSED") \(goal.goal): \(goal.measured)")
+                print("\(goal.met ? "met   " : "MISSED") \(goal.goal): \(goal.measured)")
             }
         }
     }
@@ -207,8 +206,6 @@ enum BenchGoals {
         var goal: String
         var measured: String
         var met: Bool
-        /// Not a goal: a figure that explains the others.
-        var informational = false
     }
 
     static func evaluate(_ results: [BenchResult]) -> [Check] {
@@ -223,13 +220,6 @@ enum BenchGoals {
             if let lower = ceilings.min(), ceilings.count == 2 {
                 let fraction = drain.rate / lower
                 checks.append(Check(goal: "drain >= 50% of the lower ceiling", measured: String(format: "%.0f%% of %@ jobs/s", fraction * 100, Output.count(Int(lower))), met: fraction >= 0.5))
-                // Each ceiling had the whole machine; a delivery needs both kinds of work on the
-                // same cores, so when both are CPU-bound the pipeline can at best reach the
-                // harmonic combination of the two.
-                let combined = 1 / (1 / ceilings[0] + 1 / ceilings[1])
-                checks.append(Check(
-                    goal: "for reference: both ceilings sharing the cores allow \(Output.count(Int(combined))) jobs/s",
-                    measured: String(format: "drain is %.0f%% of that", drain.rate / combined * 100), met: true, informational: true))
             }
         }
         if let latency = byName["latency"], let p50 = latency.extra["start_ms_p50"] as? Double,
