@@ -137,7 +137,7 @@ struct BenchCommand: ParsableCommand {
         print("")
         print("Machine: \(machine.cores) cores, \(machine.memoryGiB) GiB, \(machine.cpuModel)")
         print("Server:  \(server)")
-        print("Worker:  concurrency \(concurrency), \(loops) claim loops, batch \(batchSize)\n")
+        print("Worker:  concurrency \(concurrency), \(loops) claim loop\(loops == 1 ? "" : "s"), batch \(batchSize)\n")
         var rows = [["SCENARIO", "JOBS", "SECONDS", "JOBS/S", "CPU S/1K JOBS", "PEAK RSS", "DETAIL"]]
         for result in results {
             rows.append([
