@@ -35,13 +35,9 @@ public struct PostgresArray: PostgresEncodable, Sendable {
     private static let backslash = UInt8(ascii: "\\")
 
     private static func appendQuoted(_ value: String, to bytes: inout [UInt8]) {
+        let utf8 = value.utf8
         bytes.append(quote)
-        let done: Void? = value.utf8.withContiguousStorageIfAvailable { appendEscaped($0, to: &bytes) }
-        if done == nil { appendEscaped(Array(value.utf8), to: &bytes) }
-        bytes.append(quote)
-    }
-
-    private static func appendEscaped(_ utf8: some Collection<UInt8>, to bytes: inout [UInt8]) {
+        defer { bytes.append(quote) }
         guard utf8.contains(where: { $0 == quote || $0 == backslash }) else {
             bytes.append(contentsOf: utf8)
             return
