@@ -26,6 +26,7 @@ public final class TCPProxy: @unchecked Sendable {
 
     private let state = NSCondition()
     private var frozen = false
+    private var blackholeRequested = false
     private var loopFrozen = false
     private var stopRequested = false
     private var accepted = 0
@@ -98,6 +99,17 @@ public final class TCPProxy: @unchecked Sendable {
     /// stopped moving bytes, so nothing sent after this call gets through.
     public func freeze() { setFrozen(true) }
 
+    /// Stops forwarding on every connection open now, closing nothing, while new connections
+    /// are accepted and forwarded as usual: a peer that vanished without a FIN (a lost NAT
+    /// entry, a failed-over host), which only the client's own deadlines can notice.
+    public func blackholeOpenConnections() {
+        state.withLock { blackholeRequested = true }
+        wake()
+        state.lock()
+        while loopRunning && !stopRequested && blackholeRequested { state.wait() }
+        state.unlock()
+    }
+
     /// Resumes forwarding, including what arrived while frozen, and accepting.
     public func thaw() { setFrozen(false) }
 
@@ -141,6 +153,7 @@ public final class TCPProxy: @unchecked Sendable {
         var toUpstream: [UInt8] = []
         var toClient: [UInt8] = []
         var closed = false
+        var blackholed = false
         init(client: Int32, upstream: Int32) {
             self.client = client
             self.upstream = upstream
@@ -155,6 +168,10 @@ public final class TCPProxy: @unchecked Sendable {
             let stopping = stopRequested
             let isFrozen = frozen
             loopFrozen = isFrozen
+            if blackholeRequested {
+                pairs.forEach { $0.blackholed = true }
+                blackholeRequested = false
+            }
             state.broadcast()
             state.unlock()
             if stopping { break }
@@ -163,8 +180,15 @@ public final class TCPProxy: @unchecked Sendable {
             if !isFrozen {
                 descriptors.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
                 for pair in pairs {
-                    descriptors.append(interest(from: pair.client, to: pair.upstream, pending: pair.toUpstream))
-                    descriptors.append(interest(from: pair.upstream, to: pair.client, pending: pair.toClient))
+                    // A blackholed pair keeps its slots (so indexes line up) but asks for nothing.
+                    var outbound = interest(from: pair.client, to: pair.upstream, pending: pair.toUpstream)
+                    var inbound = interest(from: pair.upstream, to: pair.client, pending: pair.toClient)
+                    if pair.blackholed {
+                        outbound.events = 0
+                        inbound.events = 0
+                    }
+                    descriptors.append(outbound)
+                    descriptors.append(inbound)
                 }
             }
             let ready = poll(&descriptors, nfds_t(descriptors.count), -1)
@@ -175,6 +199,11 @@ public final class TCPProxy: @unchecked Sendable {
             for (index, pair) in pairs.enumerated() where index * 2 + 3 < descriptors.count {
                 let outbound = descriptors[2 + index * 2].revents
                 let inbound = descriptors[3 + index * 2].revents
+                if pair.blackholed {
+                    // Only a hang-up or an error can be reported here: let the pair go, silently.
+                    if outbound != 0 || inbound != 0 { pair.closed = true }
+                    continue
+                }
                 forward(outbound, from: pair.client, to: pair.upstream, pending: &pair.toUpstream, pair, &buffer)
                 forward(inbound, from: pair.upstream, to: pair.client, pending: &pair.toClient, pair, &buffer)
             }

@@ -238,6 +238,37 @@ final class WorkerUnderStressTests: XCTestCase {
         XCTAssertLessThanOrEqual(took, 2 + 10, "exit took \(took) s, more than grace + 10 s")
     }
 
+    func testAConnectionThatGoesSilentIsReplacedWithin30SecondsAndNoOutcomeIsLost() async throws {
+        let sink = try await startSink(delay: { 0.2 })
+        let proxy = try TCPProxy(databaseURL: url)
+        defer { proxy.stop() }
+        let first = try (0..<30).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
+        _ = try startPool(id: "silent-peer", concurrency: 8, databaseURL: try proxy.url(for: url))
+        try await waitForRequests(10)
+        // Every connection open now stops forwarding without closing (the kernel keeps ACKing,
+        // so only the worker's own deadline can notice); new connections get through.
+        let before = proxy.acceptedConnections
+        proxy.blackholeOpenConnections()
+        let silentAt = Date()
+        let second = try (0..<20).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
+        var reconnectedAfter: Double?
+        while Date().timeIntervalSince(silentAt) < 40 {
+            if proxy.acceptedConnections > before {
+                reconnectedAfter = Date().timeIntervalSince(silentAt)
+                break
+            }
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        let after = try XCTUnwrap(reconnectedAfter, "the worker never opened a new connection")
+        XCTAssertLessThanOrEqual(after, 30, "reconnected only after \(after) s")
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 60))
+        for id in first + second {
+            XCTAssertEqual(try probe.job(id).state, "succeeded")
+            XCTAssertEqual(log.counts[String(id)], 1, "job \(id)")
+            XCTAssertEqual(try probe.attemptCount(id), 1, "job \(id)")
+        }
+    }
+
     func testAReceiverThatTricklesItsBodyIsCutOffAtTheTotalTimeout() async throws {
         let trickler = try TricklingServer()
         defer { trickler.stop() }
@@ -400,7 +431,8 @@ private final class TricklingServer: @unchecked Sendable {
     var firstRequestAt: Date? { lock.withLock { first } }
 
     init() throws {
-        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.listener = listener
         var one: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
