@@ -7,6 +7,12 @@ struct QueuesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "queues",
         abstract: "List queues, pause and resume them, change their settings.",
+        discussion: """
+            Examples:
+              courier queues list
+              courier queues pause billing
+              courier queues set billing --max-attempts 5
+            """,
         subcommands: [List.self, Pause.self, Resume.self, Set.self]
     )
 
