@@ -60,7 +60,8 @@ enum Output {
     static func duration(_ seconds: Double) -> String {
         // Stored schedules can hold anything an interval can; beyond a million years (or not
         // finite, or negative) the number itself is the clearest display, and cannot trap.
-        guard seconds.isFinite, seconds >= 0, seconds < 3.2e13 else { return "\(seconds)s" }
+        guard seconds.isFinite else { return seconds.isNaN ? "NaN" : seconds > 0 ? "infinite" : "-infinite" }
+        guard seconds >= 0, seconds < 3.2e13 else { return String(format: "%.0fs", seconds) }
         if seconds < 1 { return "\(Int((seconds * 1000).rounded()))ms" }
         if seconds < 60 { return seconds == seconds.rounded() ? "\(Int(seconds))s" : String(format: "%.1fs", seconds) }
         let whole = Int(seconds.rounded())
