@@ -72,17 +72,7 @@ final class SecretOutputTests: CLITestCase {
         // What a worker might have stored, quoting the request (and a terminal escape), and a URL
         // with credentials that enqueue refuses, written around it (CHECKs dropped: this
         // database is the test's own).
-        try connection.simpleQuery(
-            """
-            DO $$
-            DECLARE c record;
-            BEGIN
-                FOR c IN SELECT conname FROM pg_constraint WHERE contype = 'c' AND conrelid = 'courier.jobs'::regclass
-                LOOP
-                    EXECUTE format('ALTER TABLE courier.jobs DROP CONSTRAINT %I', c.conname);
-                END LOOP;
-            END $$
-            """)
+        try dropCheckConstraints(["courier.jobs"])
         try connection.query(
             """
             UPDATE courier.jobs SET state = 'dead', finished_at = now(), attempt = 1,

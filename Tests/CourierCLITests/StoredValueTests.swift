@@ -7,24 +7,6 @@ import XCTest
 /// cannot turn into dates or Swift numbers; every command that shows them prints them as text
 /// and exits 0.
 final class StoredValueTests: CLITestCase {
-    /// Drops every CHECK constraint of the job tables, so the test can write what the API
-    /// refuses (this database is the test's own).
-    private func dropChecks() throws {
-        try connection.simpleQuery(
-            """
-            DO $$
-            DECLARE c record;
-            BEGIN
-                FOR c IN SELECT conrelid::regclass AS t, conname FROM pg_constraint
-                         WHERE contype = 'c' AND conrelid IN ('courier.jobs'::regclass, 'courier.attempts'::regclass,
-                                                              'courier.queues'::regclass)
-                LOOP
-                    EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', c.t, c.conname);
-                END LOOP;
-            END $$
-            """)
-    }
-
     private func insertRaw(state: String, runAt: String, finishedAt: String?, lockedUntil: String? = nil,
                            attempt: Int = 1, schedule: String? = nil) throws -> Int64 {
         try connection.query(
@@ -49,7 +31,7 @@ final class StoredValueTests: CLITestCase {
     }
 
     func testInfiniteAndFarDatesAndHugeNumbersPrintAsText() throws {
-        try dropChecks()
+        try dropCheckConstraints()
         let infinite = try insertRaw(state: "pending", runAt: "infinity", finishedAt: nil)
         let negative = try insertRaw(state: "retrying", runAt: "-infinity", finishedAt: nil, attempt: 2_147_483_647,
                                      schedule: "{178000000 years,5 seconds}")
