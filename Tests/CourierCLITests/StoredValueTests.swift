@@ -22,6 +22,7 @@ final class StoredValueTests: CLITestCase {
         let result = try CourierRunner.run(arguments, databaseURL: databaseURL)
         XCTAssertEqual(result.status, 0, "\(arguments): \(result.stderr)", file: file, line: line)
         XCTAssertEqual(result.stderr, "", "\(arguments)", file: file, line: line)
+        XCTAssertFalse(result.stdout.contains("\u{1B}"), "\(arguments) printed a terminal escape", file: file, line: line)
         for fragment in fragments {
             XCTAssertTrue(result.stdout.contains(fragment), "\(arguments): \(fragment) not in \(result.stdout)", file: file, line: line)
         }
@@ -39,6 +40,8 @@ final class StoredValueTests: CLITestCase {
         let ancient = try insertRaw(state: "dead", runAt: "4713-01-01 00:00:00+00 BC", finishedAt: "294276-12-31 00:00:00+00")
         let deadForever = try insertRaw(state: "dead", runAt: "now", finishedAt: "infinity")
         try connection.query(
+            "INSERT INTO courier.jobs (queue, url) VALUES ('odd' || chr(27) || '[2J' || chr(10) || 'queue', 'https://example.com/q')")
+        try connection.query(
             """
             INSERT INTO courier.attempts (job_id, attempt, started_at, finished_at, duration_ms, status, error, worker)
             VALUES ($1, 1, '-infinity', 'infinity', 'Infinity', 2147483647, 'odd', 'w'),
@@ -55,8 +58,8 @@ final class StoredValueTests: CLITestCase {
             try assertShows(["dead", "list"] + flag, ["294276-12-31", "infinity"])
             try assertShows(["dead", "show", String(ancient)] + flag, ["BC"])
             try assertShows(["dead", "show", String(deadForever)] + flag, ["infinity"])
-            try assertShows(["stats"] + flag, [])
-            try assertShows(["queues", "list"] + flag, [])
+            try assertShows(["stats"] + flag, ["oddqueue"])
+            try assertShows(["queues", "list"] + flag, ["oddqueue"])
         }
         let json = try CourierRunner.run(["jobs", "show", String(infinite), "--json"], databaseURL: databaseURL)
         let object = try XCTUnwrap(try json.json() as? [String: Any])
