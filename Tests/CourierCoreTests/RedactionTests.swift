@@ -17,6 +17,8 @@ final class RedactionTests: XCTestCase {
             ("https://example.com/x?X-Amz-Signature=abc&X-Amz-Credential=def", "https://example.com/x?X-Amz-Signature=***&X-Amz-Credential=***"),
             ("https://example.com:8443/x?q=1", "https://example.com:8443/x?q=1"),
             ("https://example.com/users/@me", "https://example.com/users/@me"),
+            ("https://a.example/login?next=https://u:p@b.example/x?token=t&q=1",
+             "https://a.example/login?next=https://***@b.example/x?token=***&q=1"),
             // Not parseable as URLs, still redacted.
             ("https://user:pa ss@exa mple.com/x", "https://***@exa mple.com/x"),
             ("https://user:pa/ss@example.com/x", "https://***@example.com/x"),

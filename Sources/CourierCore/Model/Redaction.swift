@@ -185,7 +185,9 @@ public enum Redaction {
         var end = i
         while end < chars.endIndex, !"&;#".contains(chars[end]) { end += 1 }
         let decoded = name.removingPercentEncoding ?? name
-        result += isSecretName(decoded) ? marker : String(chars[i..<end])
+        let value = String(chars[i..<end])
+        // A URL in a parameter (`?next=https://u:p@host`) gets the same treatment.
+        result += isSecretName(decoded) ? marker : value.contains("://") ? redactURLs(in: value) : value
         return end
     }
 
