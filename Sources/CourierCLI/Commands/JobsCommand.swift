@@ -181,7 +181,8 @@ enum JobsOutput {
             "method": Redaction.text(job.method), "url": Redaction.url(job.url), "attempt": job.attempt,
             "max_attempts": job.maxAttempts, "run_at": Output.timestamp(job.runAt),
             "created_at": Output.timestamp(job.createdAt), "finished_at": Output.jsonTime(job.finishedAt),
-            "last_status": Output.orNull(job.lastStatus), "last_error": Output.orNull(job.lastError.map(Redaction.message)),
+            "last_status": Output.orNull(job.lastStatus),
+            "last_error": Output.orNull(job.lastError.map(Redaction.message)),
         ]
     }
 
@@ -227,7 +228,8 @@ enum JobsOutput {
                     "attempt": attempt.attempt, "started_at": Output.timestamp(attempt.startedAt),
                     "finished_at": Output.timestamp(attempt.finishedAt),
                     "duration_ms": (attempt.durationMilliseconds * 10).rounded() / 10,
-                    "status": Output.orNull(attempt.status), "error": Output.orNull(attempt.error.map(Redaction.message)),
+                    "status": Output.orNull(attempt.status),
+                    "error": Output.orNull(attempt.error.map(Redaction.message)),
                     "worker": Redaction.text(attempt.worker),
                     "response_excerpt": Output.orNull(attempt.responseExcerpt.map(Redaction.message)),
                 ]

@@ -67,7 +67,8 @@ struct StatsCommand: ParsableCommand {
         var rows = [["QUEUE", "PENDING", "RUNNING", "RETRYING", "DEAD", "LAG", "OK/1H", "DEAD/1H", "P50 MS", "P95 MS", "P99 MS"]]
         for q in report.queues {
             rows.append([
-                Redaction.text(q.queue) + (q.paused ? " (paused)" : ""), Output.count(q.pending), Output.count(q.running),
+                Redaction.text(q.queue) + (q.paused ? " (paused)" : ""), Output.count(q.pending),
+                Output.count(q.running),
                 Output.count(q.retrying), Output.count(q.dead), q.lagSeconds > 0 ? Output.duration(q.lagSeconds) : "0",
                 Output.count(q.succeededLastHour), Output.count(q.deadLastHour), ms(q.p50Milliseconds),
                 ms(q.p95Milliseconds), ms(q.p99Milliseconds),

@@ -158,7 +158,8 @@ final class JobLineReader: Sequence, IteratorProtocol {
         if let payload = fields["payload"] {
             let data: Data
             do {
-                data = try JSONSerialization.data(withJSONObject: payload, options: [.fragmentsAllowed, .withoutEscapingSlashes])
+                data = try JSONSerialization.data(
+                    withJSONObject: payload, options: [.fragmentsAllowed, .withoutEscapingSlashes])
             } catch {
                 throw LineProblem(reason: "payload cannot be written back as JSON")
             }
@@ -216,7 +217,13 @@ final class JobLineReader: Sequence, IteratorProtocol {
         var escaped = false
         for byte in line {
             if inString {
-                if escaped { escaped = false } else if byte == 0x5C { escaped = true } else if byte == 0x22 { inString = false }
+                if escaped {
+                    escaped = false
+                } else if byte == 0x5C {
+                    escaped = true
+                } else if byte == 0x22 {
+                    inString = false
+                }
                 continue
             }
             switch byte {
@@ -295,7 +302,9 @@ final class JobLineReader: Sequence, IteratorProtocol {
             case .boolean, .notANumber: throw LineProblem(reason: problem)
             }
         }
-        guard seconds.isFinite, seconds >= 0, seconds <= maxSeconds else { throw LineProblem(reason: problem + " (out of range)") }
+        guard seconds.isFinite, seconds >= 0, seconds <= maxSeconds else {
+            throw LineProblem(reason: problem + " (out of range)")
+        }
         return seconds
     }
 }

@@ -11,7 +11,8 @@ enum Output {
     /// Prints a JSON value (dictionaries, arrays, strings, numbers, NSNull) on one line, keys sorted.
     /// Numbers JSON cannot hold (NaN, infinities) are printed as strings.
     static func json(_ value: Any) throws {
-        let data = try JSONSerialization.data(withJSONObject: jsonSafe(value), options: [.sortedKeys, .withoutEscapingSlashes])
+        let data = try JSONSerialization.data(
+            withJSONObject: jsonSafe(value), options: [.sortedKeys, .withoutEscapingSlashes])
         print(String(decoding: data, as: UTF8.self))
     }
 

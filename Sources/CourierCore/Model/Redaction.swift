@@ -174,7 +174,9 @@ public enum Redaction {
 
     /// Appends `name=value` starting at `start`, the value redacted when the name looks secret;
     /// returns the index after the value.
-    private static func appendParameter(_ chars: ArraySlice<Character>, from start: Int, to result: inout String) -> Int {
+    private static func appendParameter(
+        _ chars: ArraySlice<Character>, from start: Int, to result: inout String
+    ) -> Int {
         var i = start
         while i < chars.endIndex, chars[i] != "=", !"&;#?".contains(chars[i]) { i += 1 }
         let name = String(chars[start..<i])
@@ -250,9 +252,7 @@ public enum Redaction {
                 continue
             }
             var start = i
-            while start > 0, chars[start - 1].isLetter || chars[start - 1].isNumber || chars[start - 1] == "-" || chars[start - 1] == "_" {
-                start -= 1
-            }
+            while start > 0, isNameCharacter(chars[start - 1]) { start -= 1 }
             let name = String(chars[start..<i])
             let headerShaped = name.contains("-") || secretHeaderNames.contains(name.lowercased())
             if !name.isEmpty, headerShaped, isSecretHeader(name) {
@@ -261,6 +261,10 @@ public enum Redaction {
             i += 1
         }
         return line
+    }
+
+    private static func isNameCharacter(_ c: Character) -> Bool {
+        c.isLetter || c.isNumber || c == "-" || c == "_"
     }
 
     // MARK: Connection strings
