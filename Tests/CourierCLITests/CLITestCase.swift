@@ -46,7 +46,8 @@ class CLITestCase: XCTestCase {
                 "SELECT conname FROM pg_constraint WHERE contype = 'c' AND conrelid = $1::regclass", [table]
             ).rows.map { try $0.decode(0, as: String.self) }
             for name in names {
-                try connection.simpleQuery("ALTER TABLE \(table) DROP CONSTRAINT \(try connection.quoteIdentifier(name))")
+                let quoted = try connection.quoteIdentifier(name)
+                try connection.simpleQuery("ALTER TABLE \(table) DROP CONSTRAINT \(quoted)")
             }
         }
     }

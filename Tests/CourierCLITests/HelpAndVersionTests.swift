@@ -16,7 +16,8 @@ final class HelpAndVersionTests: XCTestCase {
         let shown = arguments.joined(separator: " ")
         XCTAssertEqual(result.status, 0, "courier \(shown): \(result.stderr)", file: file, line: line)
         XCTAssertEqual(result.stderr, "", "courier \(shown)", file: file, line: line)
-        XCTAssertTrue(result.stdout.contains("USAGE: courier"), "courier \(shown): \(result.stdout)", file: file, line: line)
+        XCTAssertTrue(
+            result.stdout.contains("USAGE: courier"), "courier \(shown): \(result.stdout)", file: file, line: line)
         XCTAssertTrue(result.stdout.contains("Example"), "courier \(shown) shows no example", file: file, line: line)
         XCTAssertFalse(result.stdout.contains("CommandError"), file: file, line: line)
     }
@@ -24,7 +25,7 @@ final class HelpAndVersionTests: XCTestCase {
     func testEveryCommandAndSubcommandHasHelpWithAnExample() throws {
         let paths = Courier.allCommandPaths
         // The tree as configured; a new command shows up here without editing this test.
-        XCTAssertTrue(paths.contains(["jobs", "list"]) && paths.contains(["queues", "set"]) && paths.contains(["enqueue"]))
+        for expected in [["jobs", "list"], ["queues", "set"], ["enqueue"]] { XCTAssertTrue(paths.contains(expected)) }
         XCTAssertGreaterThanOrEqual(paths.count, 20)
         try assertHelp(["--help"])
         try assertHelp(["-h"])
@@ -49,7 +50,9 @@ final class HelpAndVersionTests: XCTestCase {
         XCTAssertEqual(result.stderr, "")
         let schema = EmbeddedMigrations.all.map(\.version).max() ?? 0
         XCTAssertGreaterThan(schema, 0)
-        XCTAssertEqual(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "courier \(CourierVersion.number) (schema \(schema))")
+        XCTAssertEqual(
+            result.stdout.trimmingCharacters(in: .whitespacesAndNewlines),
+            "courier \(CourierVersion.number) (schema \(schema))")
     }
 
     func testUnknownCommandsAndFlagsAreStillUsageErrors() throws {

@@ -21,7 +21,8 @@ final class JSONLEdgeTests: CLITestCase {
             ("a number is out of range", line(#""priority": 1e400"#)),
             ("priority is out of range", line(#""priority": 9223372036854775808"#)),
             ("priority is out of range", line(#""priority": 123456789012345678901234567890"#)),
-            ("nested deeper than", line(#""payload": "# + String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000))),
+            ("nested deeper than",
+             line(#""payload": "# + String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000))),
             ("out of range", line(#""delay": 1e300"#)),
             ("out of range", line(#""retry_schedule": [5, 1e300]"#)),
             ("out of range", line(#""run_at": "9999-12-31T23:59:59Z", "delay": "100000000000000s""#)),
@@ -39,7 +40,7 @@ final class JSONLEdgeTests: CLITestCase {
         XCTAssertEqual(strict.status, 2, strict.stderr)
         for (index, entry) in lines.enumerated() {
             guard let reason = entry.bad else { continue }
-            XCTAssertTrue(strict.stderr.contains("line \(index + 1): "), "line \(index + 1) not named: \(strict.stderr)")
+            XCTAssertTrue(strict.stderr.contains("line \(index + 1): "), "line \(index + 1) not named")
             let named = strict.stderrLines.first { $0.hasPrefix("line \(index + 1): ") } ?? ""
             XCTAssertTrue(named.contains(reason), "line \(index + 1): \(named)")
         }
@@ -67,7 +68,8 @@ final class JSONLEdgeTests: CLITestCase {
         ]
         var input = ""
         for (field, number, _) in cases {
-            input += #"{"url": "https://example.com/n", "idempotency_key": "\#(field)=\#(number)", "\#(field)": \#(number)}"# + "\n"
+            input += #"{"url": "https://example.com/n", "idempotency_key": "\#(field)=\#(number)", "#
+                + #""\#(field)": \#(number)}"# + "\n"
         }
         let result = try courier("enqueue", "--jsonl", "-", "--skip-invalid", "--json", stdin: Data(input.utf8))
         XCTAssertEqual(result.status, 0, result.stderr)
@@ -79,7 +81,8 @@ final class JSONLEdgeTests: CLITestCase {
                 XCTAssertFalse(rejected.contains(index + 1), "\(key) was rejected")
                 let column = field == "priority" ? "priority" : "max_attempts"
                 XCTAssertEqual(
-                    try count("SELECT count(*) FROM courier.jobs WHERE idempotency_key = $1 AND \(column) = $2", [key, expected]),
+                    try count(
+                        "SELECT count(*) FROM courier.jobs WHERE idempotency_key = $1 AND \(column) = $2", [key, expected]),
                     1, key)
             } else {
                 XCTAssertTrue(rejected.contains(index + 1), "\(key) was accepted")

@@ -24,19 +24,27 @@ final class SecretOutputTests: CLITestCase {
         XCTAssertFalse(outputs.isEmpty)
         for (command, result) in outputs {
             for secret in secrets {
-                XCTAssertFalse(result.stdout.contains(secret), "stdout of `\(command)` holds \(secret): \(result.stdout)", file: file, line: line)
-                XCTAssertFalse(result.stderr.contains(secret), "stderr of `\(command)` holds \(secret): \(result.stderr)", file: file, line: line)
+                XCTAssertFalse(
+                    result.stdout.contains(secret), "stdout of `\(command)` holds \(secret): \(result.stdout)",
+                    file: file, line: line)
+                XCTAssertFalse(
+                    result.stderr.contains(secret), "stderr of `\(command)` holds \(secret): \(result.stderr)",
+                    file: file, line: line)
             }
-            XCTAssertFalse(result.stdout.contains("\u{1B}") || result.stderr.contains("\u{1B}"), "escape in `\(command)`", file: file, line: line)
+            XCTAssertFalse(
+                result.stdout.contains("\u{1B}") || result.stderr.contains("\u{1B}"), "escape in `\(command)`",
+                file: file, line: line)
         }
     }
 
     /// Every command that connects to the database, with the arguments it needs to get there.
     private let databaseCommands: [[String]] = [
         ["migrate"], ["enqueue", "--url", "https://example.com/x"], ["jobs", "list"], ["jobs", "show", "1"],
-        ["jobs", "cancel", "1"], ["jobs", "retry", "1"], ["dead", "list"], ["dead", "show", "1"], ["dead", "requeue", "1"],
+        ["jobs", "cancel", "1"], ["jobs", "retry", "1"], ["dead", "list"], ["dead", "show", "1"],
+        ["dead", "requeue", "1"],
         ["dead", "requeue", "--all", "--yes"], ["queues", "list"], ["queues", "pause", "q"], ["queues", "resume", "q"],
-        ["queues", "set", "q", "--max-attempts", "3"], ["stats"], ["purge", "--state", "dead", "--older-than", "7d"], ["worker"],
+        ["queues", "set", "q", "--max-attempts", "3"], ["stats"], ["purge", "--state", "dead", "--older-than", "7d"],
+        ["worker"],
     ]
 
     func testDatabaseURLsThatDoNotParseNeverEchoTheirPassword() throws {
@@ -77,7 +85,8 @@ final class SecretOutputTests: CLITestCase {
             """
             UPDATE courier.jobs SET state = 'dead', finished_at = now(), attempt = 1,
                 url = 'https://PlantedUser8:PlantedDbPass1@example.com/hook?token=PlantedToken5&page=2',
-                last_error = 'POST https://example.com/hook?token=PlantedToken5 failed; sent Authorization: Bearer PlantedAuth7'
+                last_error = 'POST https://example.com/hook?token=PlantedToken5 failed; '
+                             || 'sent Authorization: Bearer PlantedAuth7'
                              || chr(27) || '[2J'
             WHERE id = $1
             """, [id])
@@ -89,7 +98,8 @@ final class SecretOutputTests: CLITestCase {
                     'echo: X-Api-Credential: PlantedCred6')
             """, [id])
         for flag in [[], ["--json"]] {
-            for command in [["jobs", "list"], ["jobs", "show", String(id)], ["dead", "list"], ["dead", "show", String(id)]] {
+            let commands = [["jobs", "list"], ["jobs", "show", String(id)], ["dead", "list"], ["dead", "show", String(id)]]
+            for command in commands {
                 let result = try record(command + flag, databaseURL: databaseURL)
                 XCTAssertEqual(result.status, 0, "\(command): \(result.stderr)")
                 XCTAssertTrue(result.stdout.contains("example.com/hook"), result.stdout)
@@ -101,14 +111,16 @@ final class SecretOutputTests: CLITestCase {
 
         // Errors that quote the input: a refused URL and refused JSONL lines.
         let refused = try record(
-            ["enqueue", "--url", "ftp://PlantedUser8:PlantedDbPass2@example.com/?token=PlantedToken5"], databaseURL: databaseURL)
+            ["enqueue", "--url", "ftp://PlantedUser8:PlantedDbPass2@example.com/?token=PlantedToken5"],
+            databaseURL: databaseURL)
         XCTAssertEqual(refused.status, 2, refused.stderr)
         let lines = #"{"url": "ftp://u:PlantedDbPass3@example.com/?api_key=PlantedToken5"}"# + "\n"
             + #"{"url": "https://example.com/?token=PlantedToken5", "headers": {"Authorization": 5}}"# + "\n"
         let strict = try record(["enqueue", "--jsonl", "-"], databaseURL: databaseURL, stdin: Data(lines.utf8))
         XCTAssertEqual(strict.status, 2, strict.stderr)
         for flag in [[], ["--json"]] {
-            let result = try record(["enqueue", "--jsonl", "-", "--skip-invalid"] + flag, databaseURL: databaseURL, stdin: Data(lines.utf8))
+            let result = try record(
+                ["enqueue", "--jsonl", "-", "--skip-invalid"] + flag, databaseURL: databaseURL, stdin: Data(lines.utf8))
             XCTAssertEqual(result.status, 0, result.stderr)
         }
         assertNoSecretPrinted()

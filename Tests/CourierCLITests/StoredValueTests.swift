@@ -18,13 +18,16 @@ final class StoredValueTests: CLITestCase {
             """, [state, runAt, finishedAt, lockedUntil, attempt, schedule])[0].decode(0)
     }
 
-    private func assertShows(_ arguments: [String], _ fragments: [String], file: StaticString = #filePath, line: UInt = #line) throws {
+    private func assertShows(
+        _ arguments: [String], _ fragments: [String], file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let result = try CourierRunner.run(arguments, databaseURL: databaseURL)
         XCTAssertEqual(result.status, 0, "\(arguments): \(result.stderr)", file: file, line: line)
         XCTAssertEqual(result.stderr, "", "\(arguments)", file: file, line: line)
-        XCTAssertFalse(result.stdout.contains("\u{1B}"), "\(arguments) printed a terminal escape", file: file, line: line)
+        XCTAssertFalse(result.stdout.contains("\u{1B}"), "\(arguments) printed an escape", file: file, line: line)
         for fragment in fragments {
-            XCTAssertTrue(result.stdout.contains(fragment), "\(arguments): \(fragment) not in \(result.stdout)", file: file, line: line)
+            XCTAssertTrue(
+                result.stdout.contains(fragment), "\(arguments): \(fragment) not in \(result.stdout)", file: file, line: line)
         }
         if arguments.contains("--json") {
             XCTAssertNoThrow(try result.json(), "\(arguments): \(result.stdout)", file: file, line: line)
@@ -36,11 +39,16 @@ final class StoredValueTests: CLITestCase {
         let infinite = try insertRaw(state: "pending", runAt: "infinity", finishedAt: nil)
         let negative = try insertRaw(state: "retrying", runAt: "-infinity", finishedAt: nil, attempt: 2_147_483_647,
                                      schedule: "{178000000 years,5 seconds}")
-        let far = try insertRaw(state: "running", runAt: "200000-01-01 00:00:00+00", finishedAt: nil, lockedUntil: "infinity")
-        let ancient = try insertRaw(state: "dead", runAt: "4713-01-01 00:00:00+00 BC", finishedAt: "294276-12-31 00:00:00+00")
+        let far = try insertRaw(
+            state: "running", runAt: "200000-01-01 00:00:00+00", finishedAt: nil, lockedUntil: "infinity")
+        let ancient = try insertRaw(
+            state: "dead", runAt: "4713-01-01 00:00:00+00 BC", finishedAt: "294276-12-31 00:00:00+00")
         let deadForever = try insertRaw(state: "dead", runAt: "now", finishedAt: "infinity")
         try connection.query(
-            "INSERT INTO courier.jobs (queue, url) VALUES ('odd' || chr(27) || '[2J' || chr(10) || 'queue', 'https://example.com/q')")
+            """
+            INSERT INTO courier.jobs (queue, url)
+            VALUES ('odd' || chr(27) || '[2J' || chr(10) || 'queue', 'https://example.com/q')
+            """)
         try connection.query(
             """
             INSERT INTO courier.attempts (job_id, attempt, started_at, finished_at, duration_ms, status, error, worker)

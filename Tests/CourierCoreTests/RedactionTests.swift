@@ -14,7 +14,8 @@ final class RedactionTests: XCTestCase {
             ("https://example.com/cb#access_token=abc&state=1", "https://example.com/cb#access_token=***&state=1"),
             ("https://example.com/x?sig=abc;session_id=9", "https://example.com/x?sig=***;session_id=***"),
             ("https://example.com/x?Pass%77ord=abc", "https://example.com/x?Pass%77ord=***"),
-            ("https://example.com/x?X-Amz-Signature=abc&X-Amz-Credential=def", "https://example.com/x?X-Amz-Signature=***&X-Amz-Credential=***"),
+            ("https://example.com/x?X-Amz-Signature=abc&X-Amz-Credential=def",
+             "https://example.com/x?X-Amz-Signature=***&X-Amz-Credential=***"),
             ("https://example.com:8443/x?q=1", "https://example.com:8443/x?q=1"),
             ("https://example.com/users/@me", "https://example.com/users/@me"),
             ("https://a.example/login?next=https://u:p@b.example/x?token=t&q=1",
@@ -76,9 +77,11 @@ final class RedactionTests: XCTestCase {
             ("postgresql://u:s3cr%zzpw@localhost/db", "invalid percent-encoded token: \"s3cr%zzpw\"", "s3cr"),
             ("host=localhost password=s3cr3t pw", "missing \"=\" after \"pw\" in connection info string", "\"pw\""),
             ("postgresql://u:s3cr3tpw@[::1/db",
-             "end of string reached when looking for matching \"]\" in IPv6 host address in URI: \"postgresql://u:s3cr3tpw@[::1/db\"",
+             "end of string reached when looking for matching \"]\" in IPv6 host address in URI: "
+                + "\"postgresql://u:s3cr3tpw@[::1/db\"",
              "s3cr3tpw"),
-            ("postgresq://u:s3cr3tpw@host/db", "missing \"=\" after \"postgresq://u:s3cr3tpw@host/db\" in connection info string",
+            ("postgresq://u:s3cr3tpw@host/db",
+             "missing \"=\" after \"postgresq://u:s3cr3tpw@host/db\" in connection info string",
              "s3cr3tpw"),
             ("postgresql://u:p%40ss%20word@h/db", "could not connect: password \"p@ss word\" rejected", "p@ss word"),
         ]

@@ -11,7 +11,8 @@ final class TimestampRangeTests: XCTestCase {
         XCTAssertEqual(PostgresTimestamp.format(Date(timeIntervalSince1970: -0.5)), "1969-12-31T23:59:59.500000Z")
         XCTAssertEqual(PostgresTimestamp.format(Date(timeIntervalSince1970: 1.9999996)), "1970-01-01T00:00:02.000000Z")
         // Year 300000 has more microseconds since 1970 than Int64 holds (this trapped before).
-        XCTAssertEqual(PostgresTimestamp.format(Date(timeIntervalSince1970: 9_404_918_380_800)), "300000-01-01T00:00:00.000000Z")
+        let year300000 = Date(timeIntervalSince1970: 9_404_918_380_800)
+        XCTAssertEqual(PostgresTimestamp.format(year300000), "300000-01-01T00:00:00.000000Z")
         for seconds in [Double.infinity, -Double.infinity, .nan, 1e300, -1e300, Double.greatestFiniteMagnitude] {
             XCTAssertFalse(PostgresTimestamp.format(Date(timeIntervalSince1970: seconds)).isEmpty)
         }
@@ -21,7 +22,8 @@ final class TimestampRangeTests: XCTestCase {
         let connection = try PostgresConnection(try TestDatabase.serverURL())
         defer { connection.close() }
         for seconds in [9_404_918_380_800, 1e300, Double.infinity] {
-            XCTAssertThrowsError(try connection.query("SELECT $1::timestamptz", [Date(timeIntervalSince1970: seconds)])) { error in
+            let date = Date(timeIntervalSince1970: seconds)
+            XCTAssertThrowsError(try connection.query("SELECT $1::timestamptz", [date])) { error in
                 XCTAssertEqual((error as? PostgresError)?.sqlState?.prefix(2), "22", "\(error)")
             }
         }
