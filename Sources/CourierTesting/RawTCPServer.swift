@@ -55,6 +55,8 @@ public final class RawTCPServer: @unchecked Sendable {
     public var connections: Int { counters.snapshot().connections }
     /// Bytes received so far, over all connections.
     public var bytesReceived: Int { counters.snapshot().bytes }
+    /// The first 64 KiB received, over all connections, in arrival order.
+    public var received: [UInt8] { counters.snapshot().data }
 
     /// Stops listening; open connections are left to their clients.
     public func stop() async throws {
@@ -67,10 +69,16 @@ private final class Counters: @unchecked Sendable {
     // Guarded by `lock`.
     private var connections = 0
     private var bytes = 0
+    private var data: [UInt8] = []
 
     func accepted() { lock.withLock { connections += 1 } }
-    func received(_ count: Int) { lock.withLock { bytes += count } }
-    func snapshot() -> (connections: Int, bytes: Int) { lock.withLock { (connections, bytes) } }
+    func received(_ buffer: ByteBuffer) {
+        lock.withLock {
+            bytes += buffer.readableBytes
+            data.append(contentsOf: buffer.readableBytesView.prefix(max(0, 65_536 - data.count)))
+        }
+    }
+    func snapshot() -> (connections: Int, bytes: Int, data: [UInt8]) { lock.withLock { (connections, bytes, data) } }
 }
 
 private final class ScriptHandler: ChannelInboundHandler {
@@ -88,7 +96,7 @@ private final class ScriptHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        counters.received(unwrapInboundIn(data).readableBytes)
+        counters.received(unwrapInboundIn(data))
         guard !started else { return }
         started = true
         switch script {

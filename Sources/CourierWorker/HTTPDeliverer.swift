@@ -96,10 +96,10 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         var request = makeRequest(job)
         let host: String
         do {
-            try request.validate()
-            host = try RequestValidation.target(ofURL: request.url).host
+            host = try request.validate().host
         } catch {
-            return DeliveryReport(result: .permanent(status: nil, error: "invalid request: \(error)"), responseExcerpt: nil)
+            return DeliveryReport(
+                result: .permanent(status: nil, error: "invalid request: \(error)"), responseExcerpt: nil)
         }
         if !configuration.allowPrivateTargets {
             switch await checkedAddress(of: host) {

@@ -26,7 +26,9 @@ final class WireSafetyTests: XCTestCase {
         return server
     }
 
-    private func configuration(allowPrivate: Bool, resolver: any HostResolver = SystemResolver()) -> HTTPDelivererConfiguration {
+    private func configuration(
+        allowPrivate: Bool, resolver: any HostResolver = SystemResolver()
+    ) -> HTTPDelivererConfiguration {
         var configuration = HTTPDelivererConfiguration()
         configuration.allowPrivateTargets = allowPrivate
         configuration.totalTimeout = 2
@@ -175,7 +177,8 @@ final class WireSafetyTests: XCTestCase {
             logger: Self.logger)
         for url in ["http://127.0.0.1:1/", "http://[::1]:1/", "http://[::ffff:127.0.0.1]/", "http://10.0.0.1/"] {
             let report = await deliverer.deliver(Self.job(url: url))
-            XCTAssertTrue(Self.permanentError(report)?.hasPrefix("refused private target") ?? false, "\(url): \(report.result)")
+            let error = Self.permanentError(report)
+            XCTAssertTrue(error?.hasPrefix("refused private target") ?? false, "\(url): \(report.result)")
         }
         XCTAssertEqual(transport.requests.count, 0)
         // A global literal is sent as it is: no lookup, no pin needed.

@@ -95,7 +95,8 @@ final class RequestValidationTests: XCTestCase {
         ]
         for ((name, value), valid) in cases {
             let error = Self.error { try RequestValidation.validate(headers: HeaderFields([(name, value)])) }
-            XCTAssertEqual(error == nil, valid, "\(name.debugDescription): \(value.debugDescription): \(String(describing: error))")
+            let label = "\(name.debugDescription): \(value.debugDescription)"
+            XCTAssertEqual(error == nil, valid, "\(label): \(String(describing: error))")
             if let error {
                 XCTAssertEqual(error.field, .headers)
                 XCTAssertFalse(error.description.contains("\r") || error.description.contains("\n"))

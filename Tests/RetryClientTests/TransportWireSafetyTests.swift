@@ -65,7 +65,8 @@ final class TransportWireSafetyTests: XCTestCase {
         for (name, request) in requests {
             let error = await sendExpectingError(request)
             XCTAssertEqual(error?.kind, .invalidRequest, "\(name): \(String(describing: error))")
-            XCTAssertTrue(error?.message.hasPrefix("invalid request: ") ?? false, "\(name): \(String(describing: error))")
+            XCTAssertTrue(
+                error?.message.hasPrefix("invalid request: ") ?? false, "\(name): \(String(describing: error))")
         }
         // The server would answer anything; nothing reached it.
         XCTAssertEqual(server.connections, 0)
@@ -100,7 +101,8 @@ final class TransportWireSafetyTests: XCTestCase {
         let body = [UInt8](repeating: UInt8(ascii: "x"), count: 100)
         let server = try await server(
             .trickleBody(head: RawTCPServer.responseHead(contentLength: body.count), body: body, interval: 0.2))
-        let request = OutboundRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/", timeout: .milliseconds(700))
+        let request = OutboundRequest(
+            method: "GET", url: "http://127.0.0.1:\(server.port)/", timeout: .milliseconds(700))
         let start = ContinuousClock.now
         let error = await sendExpectingError(request)
         XCTAssertEqual(error?.kind, .readTimeout, "\(String(describing: error))")
@@ -116,7 +118,9 @@ final class TransportWireSafetyTests: XCTestCase {
         XCTAssertEqual(response.bodyExcerpt, body)
     }
 
-    private func assertTimesOut(_ request: OutboundRequest, file: StaticString = #filePath, line: UInt = #line) async throws {
+    private func assertTimesOut(
+        _ request: OutboundRequest, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
         let start = ContinuousClock.now
         let error = await sendExpectingError(request)
         let elapsed = ContinuousClock.now - start
@@ -160,6 +164,23 @@ final class TransportWireSafetyTests: XCTestCase {
         let response = try await transport.send(request)
         XCTAssertEqual(response.status, 200)
         XCTAssertEqual(recorder.hosts, ["receiver.invalid:\(recorder.port)"])
+    }
+
+    func testPinnedHTTPSKeepsTheURLHostAsTLSServerName() async throws {
+        // The server speaks no TLS: it only records the ClientHello, whose SNI is plain text.
+        let server = try await server(.silent)
+        let request = OutboundRequest(
+            method: "GET", url: "https://sni-check.invalid:\(server.port)/", connectAddress: "127.0.0.1")
+        let error = await sendExpectingError(request)
+        XCTAssertNotNil(error)
+        XCTAssertEqual(server.connections, 1)
+        let hello = server.received
+        XCTAssertEqual(hello.first, 0x16, "a TLS handshake record")
+        let name = Array("sni-check.invalid".utf8)
+        XCTAssertTrue(
+            hello.indices.contains { hello[$0...].starts(with: name) }, "the ClientHello names the URL's host")
+        XCTAssertFalse(
+            hello.indices.contains { hello[$0...].starts(with: Array("127.0.0.1".utf8)) }, "no SNI of the address")
     }
 
     func testPinnedClientsAreBounded() async throws {

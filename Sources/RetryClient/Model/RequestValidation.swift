@@ -53,15 +53,20 @@ public struct RequestLimits: Sendable, Equatable {
 ///   LF or NUL); obs-text (bytes 0x80-0xFF) is allowed. Count and total size are bounded.
 /// - A ``OutboundRequest/connectAddress`` is an IPv4 or IPv6 literal.
 public enum RequestValidation {
-    /// Throws the first problem of `request`, or returns when it may be sent.
-    public static func validate(_ request: OutboundRequest, limits: RequestLimits = .init()) throws {
+    /// Throws the first problem of `request`; returns the URL's scheme, host and port when it
+    /// may be sent.
+    @discardableResult
+    public static func validate(
+        _ request: OutboundRequest, limits: RequestLimits = .init()
+    ) throws -> (scheme: String, host: String, port: Int) {
         try validate(method: request.method, limits: limits)
-        _ = try target(ofURL: request.url, limits: limits)
+        let target = try target(ofURL: request.url, limits: limits)
         try validate(headers: request.headers, limits: limits)
         if let address = request.connectAddress, !isIPLiteral(address) {
             throw RequestValidationError(
                 field: .connectAddress, message: "\(printable(address)) is not an IP address")
         }
+        return target
     }
 
     /// Throws unless `method` is a token of at most `limits.maximumMethodBytes` bytes.
@@ -198,15 +203,17 @@ public enum RequestValidation {
 
     /// `text` with control characters replaced, cut to 100 characters, for error messages.
     static func printable(_ text: String) -> String {
-        let cleaned = String(text.unicodeScalars.prefix(100).map { $0.properties.generalCategory == .control ? "?" : Character($0) })
+        let cleaned = String(
+            text.unicodeScalars.prefix(100).map { $0.properties.generalCategory == .control ? "?" : Character($0) })
         return "'" + cleaned + (text.unicodeScalars.count > 100 ? "…" : "") + "'"
     }
 }
 
 extension OutboundRequest {
     /// Throws a ``RequestValidationError`` when this request must not be sent; see
-    /// ``RequestValidation``.
-    public func validate(limits: RequestLimits = .init()) throws {
+    /// ``RequestValidation``. Returns the URL's scheme, host (as written, without brackets) and port.
+    @discardableResult
+    public func validate(limits: RequestLimits = .init()) throws -> (scheme: String, host: String, port: Int) {
         try RequestValidation.validate(self, limits: limits)
     }
 }

@@ -105,10 +105,11 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// ``Configuration/maximumExcerptBytes`` of the body.
     ///
     /// The request is checked first (``RequestValidation``): one that could be misread on the
-    /// wire or crash the HTTP stack never reaches it. One deadline, the request's ``OutboundRequest/timeout``
-    /// or ``Configuration/totalTimeout``, covers connecting, TLS, the response head and reading
-    /// the excerpt, so a receiver that trickles its body is cut off like a silent one. With a
-    /// ``OutboundRequest/connectAddress`` the connection goes to that address and nowhere else.
+    /// wire or crash the HTTP stack never reaches it. One deadline, the request's
+    /// ``OutboundRequest/timeout`` or ``Configuration/totalTimeout``, covers connecting, TLS, the
+    /// response head and reading the excerpt, so a receiver that trickles its body is cut off
+    /// like a silent one. With a ``OutboundRequest/connectAddress`` the connection goes to that
+    /// address and nowhere else.
     ///
     /// - Throws: ``TransportError`` classified from the AsyncHTTPClient or NIO error;
     ///   ``TransportError/Kind/invalidRequest`` for a request that fails validation and
@@ -116,8 +117,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     public func send(_ request: OutboundRequest) async throws -> HTTPResponseSummary {
         let host: String
         do {
-            try request.validate(limits: configuration.requestLimits)
-            host = try RequestValidation.target(ofURL: request.url, limits: configuration.requestLimits).host
+            host = try request.validate(limits: configuration.requestLimits).host
         } catch let error as RequestValidationError {
             throw TransportError(kind: .invalidRequest, message: "invalid request: \(error)")
         }
