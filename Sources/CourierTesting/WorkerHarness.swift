@@ -105,6 +105,28 @@ public struct JobsProbe {
         return try unsettled(queue: queue) == 0
     }
 
+    /// Removes every CHECK constraint of `courier.jobs` and `courier.queues` and every
+    /// validation trigger of `courier.jobs` (the wake-up trigger stays), so a test can write the
+    /// rows an older version, a restore or a producer with table rights could have left.
+    public func dropRowGuards() throws {
+        try connection.simpleQuery(
+            """
+            DO $$
+            DECLARE c record;
+            BEGIN
+                FOR c IN SELECT conrelid::regclass AS tab, conname FROM pg_constraint
+                         WHERE contype = 'c' AND conrelid IN ('courier.jobs'::regclass, 'courier.queues'::regclass) LOOP
+                    EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', c.tab, c.conname);
+                END LOOP;
+                FOR c IN SELECT tgname FROM pg_trigger
+                         WHERE tgrelid = 'courier.jobs'::regclass AND NOT tgisinternal
+                           AND tgname <> 'jobs_notify_inserted' LOOP
+                    EXECUTE format('DROP TRIGGER %I ON courier.jobs', c.tgname);
+                END LOOP;
+            END $$;
+            """)
+    }
+
     /// Closes the connection.
     public func close() { connection.close() }
 }

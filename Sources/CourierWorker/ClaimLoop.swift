@@ -1,278 +1,325 @@
 import CourierCore
+import Dispatch
 import Foundation
 import Logging
 import Postgres
 
-/// One claim loop: a thread with its own PostgreSQL connection that claims due jobs, hands
-/// them to the deliverer concurrently, and records their outcomes in batches.
+/// One claim loop: the I/O shell around a `ClaimLoopMachine`.
 ///
-/// Deliveries run as tasks; when one finishes it drops its record in this loop's mailbox and
-/// signals the loop, which writes every record waiting in one `completeBatch` round trip. So
-/// the busier the loop, the larger its batches.
+/// Everything the loop does runs on its own serial `DispatchQueue`: machine events, the
+/// blocking libpq statements on the loop's own connection, and a Dispatch timer for the
+/// sleeps the machine asks for. Deliveries run as tasks on AsyncHTTPClient's event loops and
+/// never touch the connection: each drops its outcome in the loop's mailbox, and one queued
+/// block hands everything waiting there to the machine, so the busier the loop, the larger its
+/// `completeBatch` writes. No libpq call ever runs inside a Swift task.
 final class ClaimLoop: @unchecked Sendable {
-    private let index: Int
-    private let databaseURL: String
+    let index: Int
+    private let connect: @Sendable () throws -> PostgresConnection
     private let configuration: WorkerConfiguration
-    private let slots: Int
     private let deliverer: any Deliverer
     private let limiter: InFlightLimiter
     private let logger: Logger
     private let metrics: WorkerMetrics
+    private let queue: DispatchQueue
+    private var timer: (any DispatchSourceTimer)?
+    private let done = DispatchGroup()
 
-    private let condition = NSCondition()
-    // Guarded by `condition`.
-    private var inFlight: [Int64: (job: ClaimedJob, task: Task<Void, Never>?)] = [:]
-    private var finished: [AttemptRecord] = []
-    private var woken = true
-    private var stopping = false
-    private var done = false
+    // Only touched on `queue`.
+    private var machine: ClaimLoopMachine
+    private var connection: PostgresConnection?
+    private var jobs: [JobRef: ClaimedJob] = [:]
+    private var tasks: [JobRef: Task<Void, Never>] = [:]
+    private var started = false
+
+    // Guarded by `lock`: written by deliveries and read by the pool from other threads.
+    private let lock = NSLock()
+    private var mailbox: [AttemptRecord] = []
+    private var drainScheduled = false
+    private var lastAliveNanos: UInt64 = DispatchTime.now().uptimeNanoseconds
+    private var inFlightNow = 0
+    private var finishedLoop = false
 
     init(
-        index: Int, databaseURL: String, configuration: WorkerConfiguration, slots: Int, deliverer: any Deliverer,
-        limiter: InFlightLimiter, logger: Logger, metrics: WorkerMetrics
+        index: Int, connect: @escaping @Sendable () throws -> PostgresConnection, configuration: WorkerConfiguration,
+        slots: Int, deliverer: any Deliverer, limiter: InFlightLimiter, logger: Logger, metrics: WorkerMetrics
     ) {
         self.index = index
-        self.databaseURL = databaseURL
+        self.connect = connect
         self.configuration = configuration
-        self.slots = slots
         self.deliverer = deliverer
         self.limiter = limiter
+        var logger = logger
+        logger[metadataKey: "worker.loop"] = "\(index)"
         self.logger = logger
         self.metrics = metrics
+        queue = DispatchQueue(label: "courier.claim-loop.\(index)")
+        machine = ClaimLoopMachine(
+            settings: .init(
+                slots: slots, batchSize: configuration.batchSize,
+                pollInterval: Self.nanos(configuration.pollInterval),
+                heartbeatInterval: Self.nanos(configuration.heartbeatInterval),
+                gracePeriod: Self.nanos(configuration.gracePeriod),
+                giveUpAfter: Self.nanos(configuration.shutdownGiveUp),
+                deferral: configuration.capDeferral),
+            now: DispatchTime.now().uptimeNanoseconds)
+    }
+
+    private static func nanos(_ seconds: Double) -> UInt64 { UInt64(max(0, seconds) * 1e9) }
+
+    /// Opens the loop's connection now, so a worker is ready only when every loop can reach
+    /// the database. Call before `start()`.
+    func connectNow() throws {
+        try queue.sync {
+            if connection == nil { connection = try connect() }
+        }
+    }
+
+    /// Starts the loop: the first event claims at once.
+    func start() {
+        // The group and the timer exist only once the loop runs: Dispatch traps on a group left
+        // entered, or a timer never resumed, when they are freed.
+        done.enter()
+        queue.async { [self] in
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.setEventHandler { [weak self] in self?.send(.tick) }
+            timer.schedule(deadline: .distantFuture)
+            timer.resume()
+            self.timer = timer
+            started = true
+            send(.tick)
+        }
     }
 
     /// Asks the loop to claim now (a notification arrived).
-    func wake() {
-        condition.withLock {
-            woken = true
-            condition.signal()
-        }
+    func wake() { queue.async { [self] in send(.notified) } }
+
+    /// Asks the loop to stop claiming, let in-flight deliveries finish within the grace
+    /// period, write every known outcome and exit.
+    func stop() { queue.async { [self] in send(.stopRequested) } }
+
+    /// Blocks until the loop has exited (at once if it never started).
+    func waitUntilDone() { done.wait() }
+
+    /// Deliveries of this loop on the wire or waiting for their outcome to be written.
+    var inFlightCount: Int { lock.withLock { inFlightNow } }
+
+    /// Queues a no-op that stamps the loop as alive: a loop blocked in a statement cannot run
+    /// it, which is how the watchdog tells a stuck loop from an idle one.
+    func ping() {
+        queue.async { [self] in touch() }
     }
 
-    /// Asks the loop to stop claiming, finish in-flight work within the grace period, give back
-    /// the rest and exit.
-    func stop() {
-        condition.withLock {
-            stopping = true
-            condition.signal()
-        }
+    /// True when the loop ran something within the last `seconds`, or has exited.
+    func isResponsive(within seconds: Double) -> Bool {
+        let now = DispatchTime.now().uptimeNanoseconds
+        return lock.withLock { finishedLoop || now &- lastAliveNanos <= Self.nanos(seconds) }
     }
 
-    /// Blocks until the loop has exited.
-    func waitUntilDone() {
-        condition.withLock {
-            while !done { condition.wait() }
-        }
+    private func touch() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        lock.withLock { lastAliveNanos = now }
     }
 
-    /// While draining a backlog, claim again only once this many slots are free: every claim
-    /// is a round trip and a commit, so refilling one slot at a time would cost a claim per
-    /// job. A notification or the poll still claims for any free slot, which keeps a lone new
-    /// job fast.
-    private var refillThreshold: Int { max(1, min(configuration.batchSize, slots / 4)) }
+    // MARK: The shell
 
-    /// Jobs in flight now.
-    var inFlightCount: Int { condition.withLock { inFlight.count } }
-
-    /// The loop body; runs on its own thread until stopped.
-    func run() {
-        defer {
-            condition.withLock {
-                done = true
-                condition.broadcast()
-            }
-        }
-        var connection: PostgresConnection? = nil
-        var lastClaim = DispatchTime(uptimeNanoseconds: 0)
-        var lastHeartbeat = DispatchTime.now()
-        var lastClaimWasFull = false
-        var backoff = DatabaseBackoff()
-        var stopDeadline: DispatchTime? = nil
-
-        while true {
-            // 1. Take what the deliveries left in the mailbox, and the flags.
-            condition.lock()
-            let records = finished
-            finished.removeAll(keepingCapacity: true)
-            let free = slots - inFlight.count
-            let wasWoken = woken
-            woken = false
-            let isStopping = stopping
-            let heldIDs = inFlight.keys.map { $0 }
-            condition.unlock()
-
-            do {
-                if connection == nil || connection?.isOpen == false {
-                    connection = try openConnection(existing: connection)
-                    backoff.reset()
-                }
-                let store = JobStore(connection: connection!, workerID: configuration.workerID)
-
-                // 2. Record finished attempts in one round trip.
-                if !records.isEmpty {
-                    let changed = try store.complete(records)
-                    if changed.count < records.count {
-                        logger.warning(
-                            "outcomes arrived after their lease was lost; the jobs were rescued meanwhile",
-                            metadata: ["worker.loop": "\(index)", "jobs.count": "\(records.count - changed.count)"])
-                    }
-                }
-
-                // 3. Stopping: wait for in-flight work until the grace period ends, then give back the rest.
-                if isStopping {
-                    if stopDeadline == nil {
-                        stopDeadline = .now() + configuration.gracePeriod
-                    }
-                    if heldIDs.isEmpty && records.isEmpty { break }
-                    if DispatchTime.now() >= stopDeadline! {
-                        try giveBackUnfinished(store)
-                        break
-                    }
-                } else {
-                    // 4. Claim when there is room and a reason: a notification, the poll interval,
-                    // or a full previous batch (more may be waiting).
-                    let pollDue = DispatchTime.now() >= lastClaim + configuration.pollInterval
-                    if free > 0 && (wasWoken || pollDue || (lastClaimWasFull && free >= refillThreshold)) {
-                        let limit = min(free, configuration.batchSize)
-                        let jobs = try store.claim(
-                            queues: configuration.queues, limit: limit,
-                            leaseMilliseconds: Int(configuration.leaseDuration * 1000))
-                        lastClaim = .now()
-                        lastClaimWasFull = jobs.count == limit
-                        if !jobs.isEmpty { try start(jobs, store: store) }
-                    }
-                }
-
-                // 5. Heartbeat: extend the leases of everything in flight.
-                if DispatchTime.now() >= lastHeartbeat + configuration.heartbeatInterval {
-                    lastHeartbeat = .now()
-                    let held = condition.withLock { inFlight.keys.map { $0 } }
-                    let kept = try store.heartbeat(held, leaseMilliseconds: Int(configuration.leaseDuration * 1000))
-                    if kept.count < held.count {
-                        logger.warning(
-                            "lost the lease of running jobs; another worker may run them again",
-                            metadata: ["worker.loop": "\(index)", "jobs.count": "\(held.count - kept.count)"])
-                    }
-                }
-            } catch {
-                // Keep the outcomes: they are written once the database is back.
-                condition.withLock { finished.insert(contentsOf: records, at: 0) }
-                let delay = backoff.next()
+    /// Hands one event to the machine and runs the resulting actions, feeding each statement's
+    /// result back as the next event. Runs on `queue` only.
+    private func send(_ first: LoopEvent) {
+        guard started, !machine.hasExited else { return }
+        touch()
+        var pending: [LoopAction] = machine.handle(
+            first, now: DispatchTime.now().uptimeNanoseconds, jitter: Double.random(in: 0.75...1.25))
+        while !pending.isEmpty {
+            let action = pending.removeFirst()
+            var follow: LoopEvent?
+            switch action {
+            case .run(let statement):
+                follow = execute(statement)
+            case .cancelDeliveries(let refs):
+                for ref in refs { tasks.removeValue(forKey: ref)?.cancel() }
+            case .interrupt(let refs):
+                follow = .finished(refs.compactMap(interruptedRecord), interrupted: true)
                 logger.warning(
-                    "database error in claim loop; retrying",
-                    metadata: [
-                        "worker.loop": "\(index)", "error": "\(error)", "retry.delay_s": "\(String(format: "%.2f", delay))",
-                    ])
-                if let pgError = error as? PostgresError, pgError.isConnectionError {
-                    connection?.close()
-                }
-                if isStopping, let stopDeadline, DispatchTime.now() >= stopDeadline + 5 {
-                    logger.error("giving up recording outcomes at shutdown; leases will expire and be rescued")
-                    break
-                }
-                condition.withLock { _ = condition.wait(until: Date().addingTimeInterval(delay)) }
-                continue
+                    "grace period over; deliveries still in flight are recorded as interrupted and due again",
+                    metadata: ["jobs.count": "\(refs.count)"])
+            case .sleep(let until):
+                timer?.schedule(deadline: until.map { DispatchTime(uptimeNanoseconds: $0) } ?? .distantFuture)
+            case .exit:
+                finish()
+                return
             }
-
-            // 6. Sleep until something happens: a delivery finishes, a notification, the next
-            // poll or heartbeat, or a stop.
-            condition.lock()
-            if finished.isEmpty && !woken && !(stopping && !isStopping)
-                && !(lastClaimWasFull && slots - inFlight.count >= refillThreshold)
-            {
-                let nextPoll = lastClaim + configuration.pollInterval
-                let nextBeat = lastHeartbeat + configuration.heartbeatInterval
-                let wakeAt = min(nextPoll.uptimeNanoseconds, nextBeat.uptimeNanoseconds)
-                let now = DispatchTime.now().uptimeNanoseconds
-                if wakeAt > now {
-                    _ = condition.wait(until: Date().addingTimeInterval(Double(wakeAt - now) / 1e9))
-                }
+            if let follow {
+                touch()
+                pending += machine.handle(
+                    follow, now: DispatchTime.now().uptimeNanoseconds, jitter: Double.random(in: 0.75...1.25))
             }
-            condition.unlock()
         }
+    }
+
+    private func finish() {
+        timer?.cancel()
         connection?.close()
-    }
-
-    private func openConnection(existing: PostgresConnection?) throws -> PostgresConnection {
-        if let existing {
-            try existing.reconnect()
-            logger.info("reconnected to PostgreSQL", metadata: ["worker.loop": "\(index)"])
-            return existing
+        connection = nil
+        lock.withLock { finishedLoop = true }
+        if machine.stopDeadline != nil && (!machine.unwritten.isEmpty || !machine.inFlight.isEmpty) {
+            logger.error(
+                "gave up writing outcomes at shutdown (database unreachable); their leases will expire and be rescued",
+                metadata: ["jobs.count": "\(machine.unwritten.count + machine.inFlight.count)"])
         }
-        return try PostgresConnection(databaseURL, applicationName: "courier-worker")
+        done.leave()
     }
 
-    /// Starts deliveries for jobs whose host and queue have room; gives the others back.
-    private func start(_ jobs: [ClaimedJob], store: JobStore) throws {
-        metrics.claimed.increment(by: jobs.count)
-        var deferred: [(id: Int64, attempt: Int)] = []
-        for job in jobs {
+    /// Runs one statement on the loop's connection and says how it went.
+    private func execute(_ statement: LoopStatement) -> LoopEvent {
+        do {
+            if connection == nil || connection?.isOpen == false {
+                connection?.close()
+                connection = try connect()
+                logger.info("connected to PostgreSQL")
+            }
+            let store = JobStore(connection: connection!, workerID: configuration.workerID)
+            switch statement {
+            case .claim(let limit):
+                let claim = try store.claimBatch(
+                    queues: configuration.queues, limit: limit,
+                    leaseMilliseconds: Int(configuration.leaseDuration * 1000))
+                metrics.claims.increment()
+                for quarantined in claim.quarantined {
+                    metrics.dead.increment()
+                    logger.warning(
+                        "job moved to the dead letters: the worker cannot handle its row",
+                        metadata: ["job.id": "\(quarantined.id)", "error": "\(quarantined.reason)"])
+                }
+                return startDeliveries(claim.jobs, requested: limit)
+            case .record(let records):
+                let outcome = try store.record(records)
+                for quarantined in outcome.quarantined {
+                    logger.warning(
+                        "job moved to the dead letters: its outcome could not be written",
+                        metadata: ["job.id": "\(quarantined.id)", "error": "\(quarantined.reason)"])
+                }
+                if outcome.changed.count + outcome.quarantined.count < records.count {
+                    logger.warning(
+                        "outcomes arrived after their lease was lost; the jobs were rescued meanwhile",
+                        metadata: [
+                            "jobs.count": "\(records.count - outcome.changed.count - outcome.quarantined.count)"
+                        ])
+                }
+                for record in records {
+                    metrics.record(record.transition)
+                    jobs[record.job] = nil
+                    tasks[record.job] = nil
+                }
+                lock.withLock { inFlightNow -= records.count }
+                return .succeeded(statement, lost: [])
+            case .heartbeat(let refs):
+                let kept = try store.heartbeat(
+                    refs.map(\.id), leaseMilliseconds: Int(configuration.leaseDuration * 1000))
+                let lost = refs.filter { !kept.contains($0.id) }
+                if !lost.isEmpty {
+                    logger.warning(
+                        "lost the lease of running jobs; another worker may run them again",
+                        metadata: ["jobs.count": "\(lost.count)"])
+                }
+                return .succeeded(statement, lost: lost)
+            case .release(let refs, let delay):
+                try store.release(refs.map { ($0.id, $0.attempt) }, delayMilliseconds: Int(delay * 1000))
+                metrics.deferred.increment(by: refs.count)
+                for ref in refs { jobs[ref] = nil }
+                return .succeeded(statement, lost: [])
+            }
+        } catch {
+            let broken = (error as? PostgresError)?.isConnectionError ?? false
+            if broken {
+                connection?.close()
+                connection = nil
+            }
+            logger.warning(
+                "statement failed in claim loop; retrying after a delay",
+                metadata: ["statement": "\(statement.name)", "error": "\(error)"])
+            return .failed(statement, connection: broken)
+        }
+    }
+
+    /// Starts a delivery for each claimed job whose host and queue have room.
+    private func startDeliveries(_ claimed: [ClaimedJob], requested: Int) -> LoopEvent {
+        metrics.claimed.increment(by: claimed.count)
+        var startedRefs: [JobRef] = []
+        var deferred: [JobRef] = []
+        for job in claimed {
+            let ref = JobRef(id: job.id, attempt: job.attempt)
             let host = job.host
             guard limiter.tryAcquire(host: host, queue: job.queue, queueLimit: job.queueMaxInFlight) else {
-                deferred.append((job.id, job.attempt))
+                deferred.append(ref)
                 continue
             }
-            condition.withLock { inFlight[job.id] = (job, nil) }
-            metrics.inFlight.record(limiter.inFlight(host: host))
-            let task = Task { [deliverer, limiter, metrics] in
+            jobs[ref] = job
+            startedRefs.append(ref)
+            tasks[ref] = Task { [deliverer, limiter, metrics, weak self] in
+                metrics.wireStarted()
                 let startedAt = Date()
                 let report = await deliverer.deliver(job)
                 let finishedAt = Date()
+                metrics.wireEnded()
                 limiter.release(host: host, queue: job.queue)
                 let transition = JobTransition.decide(
                     result: report.result, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule,
                     random: Double.random(in: 0..<1))
-                metrics.record(transition)
                 metrics.latency.recordSeconds(finishedAt.timeIntervalSince(startedAt))
-                self.finish(
+                self?.post(
                     AttemptRecord(
                         jobID: job.id, attempt: job.attempt, transition: transition, result: report.result,
                         startedAt: startedAt, finishedAt: finishedAt, responseExcerpt: report.responseExcerpt))
             }
-            condition.withLock {
-                if inFlight[job.id] != nil { inFlight[job.id]?.task = task }
+        }
+        lock.withLock { inFlightNow += startedRefs.count }
+        return .claimed(started: startedRefs, deferred: deferred, requested: requested)
+    }
+
+    /// Called by a finished delivery on whatever thread it ran: leaves the outcome in the
+    /// mailbox and makes sure one block is queued to hand the mailbox to the machine.
+    private func post(_ record: AttemptRecord) {
+        let schedule = lock.withLock { () -> Bool in
+            mailbox.append(record)
+            if drainScheduled { return false }
+            drainScheduled = true
+            return true
+        }
+        guard schedule else { return }
+        queue.async { [self] in
+            let records = lock.withLock { () -> [AttemptRecord] in
+                drainScheduled = false
+                defer { mailbox.removeAll(keepingCapacity: true) }
+                return mailbox
             }
-        }
-        if !deferred.isEmpty {
-            metrics.deferred.increment(by: deferred.count)
-            try store.release(deferred, delayMilliseconds: Int(configuration.capDeferral * 1000))
+            send(.finished(records, interrupted: false))
         }
     }
 
-    private func finish(_ record: AttemptRecord) {
-        condition.withLock {
-            inFlight[record.jobID] = nil
-            finished.append(record)
-            condition.signal()
-        }
-    }
-
-    /// At the end of the grace period: cancels what is still in flight and gives the jobs back
-    /// so another worker runs them at once.
-    private func giveBackUnfinished(_ store: JobStore) throws {
-        let unfinished = condition.withLock { () -> [(job: ClaimedJob, task: Task<Void, Never>?)] in
-            let values = Array(inFlight.values)
-            inFlight.removeAll()
-            finished.removeAll()
-            return values
-        }
-        unfinished.forEach { $0.task?.cancel() }
-        let released = try store.release(unfinished.map { ($0.job.id, $0.job.attempt) }, delayMilliseconds: 0)
-        logger.warning(
-            "grace period over; gave unfinished jobs back",
-            metadata: ["worker.loop": "\(index)", "jobs.count": "\(released)"])
+    /// The outcome of a delivery cut off by the end of the grace period: a failed attempt,
+    /// due again at once (or dead when it was the last attempt).
+    private func interruptedRecord(_ ref: JobRef) -> AttemptRecord? {
+        guard let job = jobs[ref] else { return nil }
+        let result = DeliveryResult.retryable(
+            status: nil, error: "interrupted: the worker stopped before the response arrived", retryAfter: nil)
+        var transition = JobTransition.decide(
+            result: result, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule, random: 0.5)
+        if case .retry = transition { transition = .retry(delay: 0) }
+        let now = Date()
+        return AttemptRecord(
+            jobID: job.id, attempt: job.attempt, transition: transition, result: result, startedAt: now,
+            finishedAt: now, responseExcerpt: nil)
     }
 }
 
-/// Reconnect delays: 0.1 s doubling to 5 s, with jitter.
-struct DatabaseBackoff {
-    private var attempt = 0
-
-    mutating func next() -> Double {
-        defer { attempt += 1 }
-        let base = min(5.0, 0.1 * pow(2.0, Double(attempt)))
-        return base * Double.random(in: 0.75...1.25)
+extension LoopStatement {
+    /// A short name for logs.
+    var name: String {
+        switch self {
+        case .claim: return "claim"
+        case .record: return "record"
+        case .heartbeat: return "heartbeat"
+        case .release: return "release"
+        }
     }
-
-    mutating func reset() { attempt = 0 }
 }

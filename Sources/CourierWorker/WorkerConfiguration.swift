@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 
 /// How a worker process runs. Every field has a default; only the database URL is required.
 public struct WorkerConfiguration: Sendable {
@@ -31,6 +32,17 @@ public struct WorkerConfiguration: Sendable {
     public var retention: Double
     /// Seconds in-flight deliveries get to finish after a stop is asked (default 25).
     public var gracePeriod: Double
+    /// Seconds after the grace period during which a stopping loop keeps retrying to write
+    /// outcomes to an unreachable database before it exits and leaves the leases to the
+    /// rescuer (default 5).
+    public var shutdownGiveUp: Double = 5
+    /// Seconds between pings of the listener's connection, which otherwise only waits and
+    /// would not notice a peer that went silent (default 10).
+    public var listenerPing: Double = 10
+    /// Settings of the worker's database connections: TCP keepalives, timeouts and a
+    /// client-side deadline per statement, so a dead or silent peer is noticed within about
+    /// 30 s (default `PostgresConnection.Settings.worker`; the database URL overrides each).
+    public var connection: PostgresConnection.Settings = .worker
 
     /// Creates a configuration with the defaults above.
     public init(

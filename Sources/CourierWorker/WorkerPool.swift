@@ -1,10 +1,14 @@
 import CourierCore
+import Dispatch
 import Foundation
 import Logging
 import Postgres
 
-/// A worker process's pool: `loops` claim loops, a listener that wakes them on
-/// `NOTIFY courier_jobs`, and a maintenance thread (rescue of expired leases, retention).
+/// A worker process's pool of Dispatch loops: `loops` claim loops, a listener that wakes them
+/// on `NOTIFY courier_jobs`, and a maintenance loop (rescue of expired leases, retention,
+/// queue depth). Each runs on its own serial `DispatchQueue` with its own connection, because
+/// libpq calls block and must never run on the Swift concurrency pool. `docs/architecture.md`
+/// describes the threading model.
 ///
 /// ```swift
 /// let pool = WorkerPool(databaseURL: url, configuration: .init(), deliverer: deliverer, logger: logger)
@@ -17,40 +21,56 @@ public final class WorkerPool: @unchecked Sendable {
     private let configuration: WorkerConfiguration
     private let logger: Logger
     private let loops: [ClaimLoop]
-    private let metrics = WorkerMetrics()
-    private let stopCondition = NSCondition()
+    private let metrics: WorkerMetrics
+    private let connect: @Sendable (String) throws -> PostgresConnection
+
+    private let listenerQueue = DispatchQueue(label: "courier.listener")
+    private let maintenanceQueue = DispatchQueue(label: "courier.maintenance")
+    private var maintenanceTimer: (any DispatchSourceTimer)?
+    private let helpersDone = DispatchGroup()
+
+    private let lock = NSLock()
     private var stopped = false
-    private var helpers: [Thread] = []
-    private var helpersRunning = 0
+    private var started = false
 
     /// Creates a pool; nothing runs until `start()`.
     public init(databaseURL: String, configuration: WorkerConfiguration, deliverer: any Deliverer, logger: Logger) {
         self.databaseURL = databaseURL
         self.configuration = configuration
         self.logger = logger
+        let metrics = WorkerMetrics()
+        self.metrics = metrics
+        let settings = configuration.connection
+        let connect: @Sendable (String) throws -> PostgresConnection = { name in
+            try PostgresConnection(databaseURL, applicationName: name, settings: settings)
+        }
+        self.connect = connect
         let limiter = InFlightLimiter(perHostLimit: configuration.perHostLimit)
         let loopCount = min(configuration.loops, configuration.concurrency)
-        let metrics = self.metrics
         loops = (0..<loopCount).map { index in
             // Split the slots evenly; the first loops take the remainder.
             let slots = configuration.concurrency / loopCount + (index < configuration.concurrency % loopCount ? 1 : 0)
             return ClaimLoop(
-                index: index, databaseURL: databaseURL, configuration: configuration, slots: slots,
+                index: index, connect: { try connect("courier-worker") }, configuration: configuration, slots: slots,
                 deliverer: deliverer, limiter: limiter, logger: logger, metrics: metrics)
         }
     }
 
-    /// Checks the database is reachable, then starts every thread.
+    /// Checks that the database is reachable and its schema is the one this binary expects,
+    /// opens every loop's connection, then starts the loops.
     ///
-    /// - Throws: the connection error when the database cannot be reached at start.
+    /// - Throws: `WorkerStartError` when the schema is missing, older or newer; the connection
+    ///   error when the database cannot be reached.
     public func start() throws {
-        let probe = try PostgresConnection(databaseURL, applicationName: "courier-worker")
-        probe.close()
-        for (index, loop) in loops.enumerated() {
-            spawn(name: "courier-claim-\(index)") { loop.run() }
-        }
-        spawn(name: "courier-listen") { [self] in listen() }
-        spawn(name: "courier-maintain") { [self] in maintain() }
+        let probe = try connect("courier-worker")
+        defer { probe.close() }
+        let status = try Migrator().status(probe)
+        guard status.isCurrent else { throw WorkerStartError(status: status) }
+        for loop in loops { try loop.connectNow() }
+        lock.withLock { started = true }
+        loops.forEach { $0.start() }
+        startListener()
+        startMaintenance()
         logger.info(
             "worker started",
             metadata: [
@@ -60,106 +80,144 @@ public final class WorkerPool: @unchecked Sendable {
             ])
     }
 
-    private func spawn(name: String, _ body: @escaping @Sendable () -> Void) {
-        stopCondition.withLock { helpersRunning += 1 }
-        let thread = Thread { [self] in
-            body()
-            stopCondition.withLock {
-                helpersRunning -= 1
-                stopCondition.broadcast()
-            }
-        }
-        thread.name = name
-        thread.stackSize = 1 << 20
-        helpers.append(thread)
-        thread.start()
-    }
-
-    /// Jobs in flight across every loop.
+    /// Deliveries started and not yet written, across every loop.
     public var inFlight: Int { loops.reduce(0) { $0 + $1.inFlightCount } }
 
-    /// Stops claiming, lets in-flight deliveries finish within the grace period, gives back the
-    /// leases of anything unfinished, and returns when every loop has exited.
+    /// Outcomes written since start (succeeded, retried or dead).
+    public var outcomesWritten: Int { metrics.outcomesWritten }
+
+    /// Queues a liveness stamp on every loop; `loopsResponsive(within:)` reads the stamps.
+    public func pingLoops() { loops.forEach { $0.ping() } }
+
+    /// True when every claim loop ran something within `seconds`: none is stuck in a statement.
+    public func loopsResponsive(within seconds: Double) -> Bool {
+        loops.allSatisfy { $0.isResponsive(within: seconds) }
+    }
+
+    /// Stops claiming, lets in-flight deliveries finish within the grace period, writes their
+    /// outcomes, and returns when every loop has exited. With the database down, returns at the
+    /// latest `shutdownGiveUp` seconds after the grace period, leaving leases to the rescuer.
     public func shutdown() {
-        stopCondition.withLock {
-            stopped = true
-            stopCondition.broadcast()
+        let wasStarted = lock.withLock { () -> Bool in
+            defer { stopped = true }
+            return started && !stopped
         }
+        guard wasStarted else { return }
         loops.forEach { $0.stop() }
         loops.forEach { $0.waitUntilDone() }
-        stopCondition.withLock {
-            while helpersRunning > 0 { stopCondition.wait() }
-        }
+        maintenanceQueue.sync { maintenanceTimer?.cancel() }
+        helpersDone.wait()
         logger.info("worker stopped", metadata: ["worker.id": "\(configuration.workerID)"])
     }
 
-    private var isStopped: Bool { stopCondition.withLock { stopped } }
-
-    /// Sleeps up to `seconds`, returning early (true) when the pool stops.
-    private func sleep(_ seconds: Double) -> Bool {
-        stopCondition.withLock {
-            if !stopped { _ = stopCondition.wait(until: Date().addingTimeInterval(seconds)) }
-            return stopped
-        }
-    }
+    private var isStopped: Bool { lock.withLock { stopped } }
 
     private func wakeAll() { loops.forEach { $0.wake() } }
 
-    /// LISTENs on `courier_jobs` and wakes the loops; on a lost connection, reconnects with
-    /// backoff and wakes them anyway (notifications sent meanwhile are gone).
-    private func listen() {
-        var connection: PostgresConnection?
-        var backoff = DatabaseBackoff()
-        let wanted = configuration.queues.map(Set.init)
-        while !isStopped {
-            do {
-                if connection == nil {
-                    let fresh = try PostgresConnection(databaseURL, applicationName: "courier-listener")
-                    try fresh.listen(WorkerStatements.wakeChannel)
-                    connection = fresh
-                    backoff.reset()
-                    wakeAll()
-                }
-                let notes = try connection!.waitForNotifications(timeout: 0.5)
-                if notes.contains(where: { wanted == nil || wanted!.contains($0.payload) }) { wakeAll() }
-            } catch {
-                connection?.close()
-                connection = nil
-                let delay = backoff.next()
-                logger.warning("listener lost its connection; reconnecting", metadata: ["error": "\(error)"])
-                if sleep(delay) { break }
-            }
-        }
-        connection?.close()
+    // MARK: Listener
+
+    /// LISTENs on `courier_jobs` and wakes the loops. Each round waits half a second for
+    /// notifications, so a stop is noticed quickly; every `listenerPing` seconds a ping proves
+    /// the connection still answers (a silent peer would otherwise hold it forever). On a
+    /// lost connection it reconnects with backoff and wakes the loops anyway (notifications
+    /// sent meanwhile are gone).
+    private func startListener() {
+        helpersDone.enter()
+        let state = ListenerState()
+        listenerQueue.async { [self] in listenRound(state) }
     }
 
-    /// Every `maintenanceInterval`: one maintenance pass if no other worker is running one.
-    private func maintain() {
+    private final class ListenerState: @unchecked Sendable {
         var connection: PostgresConnection?
-        while !sleep(configuration.maintenanceInterval) {
+        var failures = 0
+        var lastPing = DispatchTime.now()
+    }
+
+    private func listenRound(_ state: ListenerState) {
+        if isStopped {
+            state.connection?.close()
+            helpersDone.leave()
+            return
+        }
+        var delay = 0.0
+        do {
+            if state.connection == nil {
+                let fresh = try connect("courier-listener")
+                try fresh.listen(WorkerStatements.wakeChannel)
+                state.connection = fresh
+                state.failures = 0
+                state.lastPing = .now()
+                wakeAll()
+            }
+            let wanted = configuration.queues.map(Set.init)
+            let notes = try state.connection!.waitForNotifications(timeout: 0.5)
+            if notes.contains(where: { wanted == nil || wanted!.contains($0.payload) }) { wakeAll() }
+            if DispatchTime.now() >= state.lastPing + configuration.listenerPing {
+                try state.connection!.ping(timeout: 5)
+                state.lastPing = .now()
+            }
+        } catch {
+            state.connection?.close()
+            state.connection = nil
+            state.failures += 1
+            delay = Double(ClaimLoopMachine.retryDelay(failures: state.failures, jitter: Double.random(in: 0.75...1.25))) / 1e9
+            logger.warning("listener lost its connection; reconnecting", metadata: ["error": "\(error)"])
+        }
+        listenerQueue.asyncAfter(deadline: .now() + delay) { [self] in listenRound(state) }
+    }
+
+    // MARK: Maintenance
+
+    /// Every `maintenanceInterval`: one maintenance pass if no other worker is running one,
+    /// and this process's reading of queue depth for the metrics.
+    private func startMaintenance() {
+        helpersDone.enter()
+        let timer = DispatchSource.makeTimerSource(queue: maintenanceQueue)
+        var connection: PostgresConnection?
+        timer.schedule(
+            deadline: .now() + configuration.maintenanceInterval, repeating: configuration.maintenanceInterval)
+        timer.setEventHandler { [self] in
             do {
-                if connection == nil {
-                    connection = try PostgresConnection(databaseURL, applicationName: "courier-maintenance")
-                }
-                let store = JobStore(connection: connection!, workerID: configuration.workerID)
-                guard let report = try store.maintain(retentionSeconds: configuration.retention) else { continue }
-                let rescued = report.rescuedToRetrying + report.rescuedToDead
-                if rescued > 0 {
-                    metrics.rescued.increment(by: rescued)
-                    logger.warning(
-                        "rescued jobs whose lease expired",
-                        metadata: ["jobs.retrying": "\(report.rescuedToRetrying)", "jobs.dead": "\(report.rescuedToDead)"])
-                    wakeAll()
-                }
-                if report.deletedSucceeded > 0 {
-                    logger.debug("retention deleted succeeded jobs", metadata: ["jobs.count": "\(report.deletedSucceeded)"])
-                }
+                if connection == nil { connection = try connect("courier-maintenance") }
+                try maintainOnce(connection!)
             } catch {
                 connection?.close()
                 connection = nil
                 logger.warning("maintenance pass failed", metadata: ["error": "\(error)"])
             }
         }
-        connection?.close()
+        timer.setCancelHandler { [helpersDone] in
+            connection?.close()
+            helpersDone.leave()
+        }
+        maintenanceTimer = timer
+        timer.resume()
     }
+
+    private func maintainOnce(_ connection: PostgresConnection) throws {
+        let store = JobStore(connection: connection, workerID: configuration.workerID)
+        if let report = try store.maintain(
+            retentionSeconds: configuration.retention, leaseMilliseconds: Int(configuration.leaseDuration * 1000))
+        {
+            let rescued = report.rescuedToRetrying + report.rescuedToDead
+            if rescued > 0 {
+                metrics.rescued.increment(by: rescued)
+                logger.warning(
+                    "rescued jobs whose lease expired",
+                    metadata: ["jobs.retrying": "\(report.rescuedToRetrying)", "jobs.dead": "\(report.rescuedToDead)"])
+                wakeAll()
+            }
+            if report.deletedSucceeded > 0 {
+                logger.debug("retention deleted succeeded jobs", metadata: ["jobs.count": "\(report.deletedSucceeded)"])
+            }
+        }
+        metrics.recordDepth(try store.queueDepth(queues: configuration.queues))
+    }
+}
+
+/// Why a worker refused to start.
+public struct WorkerStartError: Error, CustomStringConvertible, Sendable {
+    /// What the schema check found.
+    public let status: SchemaStatus
+    public var description: String { status.message }
 }

@@ -13,10 +13,15 @@ public final class WorkerService: @unchecked Sendable {
     private let logger: Logger
     private let notifier: SystemdNotifier
     private let stopSignal = DispatchSemaphore(value: 0)
+    private let statusInterval: Double
 
     /// Creates a service around `pool`.
-    public init(pool: WorkerPool, logger: Logger, notifier: SystemdNotifier = SystemdNotifier()) {
+    /// - Parameter statusInterval: seconds between `STATUS=` updates (default 5).
+    public init(
+        pool: WorkerPool, logger: Logger, notifier: SystemdNotifier = SystemdNotifier(), statusInterval: Double = 5
+    ) {
         self.pool = pool
+        self.statusInterval = statusInterval
         self.logger = logger
         self.notifier = notifier
     }
@@ -33,22 +38,44 @@ public final class WorkerService: @unchecked Sendable {
         }
         defer { sources.forEach { $0.cancel() } }
 
+        // start() checks the schema and opens every loop's connection: READY=1 means ready.
         try pool.start()
         notifier.notify("READY=1\nSTATUS=claiming jobs")
-        var watchdog: (any DispatchSourceTimer)?
-        if let interval = notifier.watchdogInterval {
-            // Ping at half the interval, as sd_watchdog_enabled(3) advises.
-            let timer = DispatchSource.makeTimerSource(queue: .global())
-            timer.schedule(deadline: .now(), repeating: interval / 2)
-            timer.setEventHandler { [notifier] in notifier.notify("WATCHDOG=1") }
-            timer.resume()
-            watchdog = timer
+        let heartbeat = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "courier.service"))
+        let watchdog = notifier.watchdogInterval
+        // Stamp the loops a few times per watchdog interval; ping systemd only while every loop
+        // answered within half the interval, so a loop stuck in a statement gets the process
+        // restarted. STATUS= is refreshed on the same beat.
+        let period = min(watchdog.map { $0 / 4 } ?? statusInterval, statusInterval)
+        var lastStatus = DispatchTime.now()
+        var lastWritten = pool.outcomesWritten
+        heartbeat.schedule(deadline: .now() + period, repeating: period)
+        heartbeat.setEventHandler { [pool, notifier, logger, statusInterval] in
+            pool.pingLoops()
+            if let watchdog {
+                if pool.loopsResponsive(within: watchdog / 2) {
+                    notifier.notify("WATCHDOG=1")
+                } else {
+                    logger.error("a claim loop has not answered for half the watchdog interval; not pinging the watchdog")
+                }
+            }
+            let now = DispatchTime.now()
+            let elapsed = Double(now.uptimeNanoseconds - lastStatus.uptimeNanoseconds) / 1e9
+            if elapsed >= statusInterval * 0.99 {
+                let written = pool.outcomesWritten
+                let rate = Double(written - lastWritten) / max(elapsed, 0.001)
+                notifier.notify(
+                    "STATUS=\(pool.inFlight) in flight, \(String(format: "%.1f", rate)) deliveries/s")
+                lastStatus = now
+                lastWritten = written
+            }
         }
+        heartbeat.resume()
         stopSignal.wait()
         logger.info("stop requested; finishing in-flight deliveries")
         notifier.notify("STOPPING=1\nSTATUS=finishing in-flight deliveries")
         pool.shutdown()
-        watchdog?.cancel()
+        heartbeat.cancel()
     }
 
     /// Asks `run()` to shut down and return (what SIGTERM does).

@@ -109,7 +109,7 @@ final class WorkerStatementsTests: XCTestCase {
         let store = JobStore(connection: connection, workerID: "slow-worker")
         let claimed = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 30_000)
         try connection.query("UPDATE courier.jobs SET locked_until = now() - interval '1 second' WHERE id = $1", [ids[0]])
-        let report = try XCTUnwrap(try store.maintain(retentionSeconds: 7 * 86_400))
+        let report = try XCTUnwrap(try store.maintain(retentionSeconds: 7 * 86_400, leaseMilliseconds: 1))
         XCTAssertGreaterThanOrEqual(report.rescuedToRetrying, 1)
         XCTAssertEqual(try state(ids[0]), "retrying")
         // Another worker claims it (attempt 2) and succeeds.
@@ -158,7 +158,7 @@ final class WorkerStatementsTests: XCTestCase {
         let store = JobStore(connection: connection, workerID: "w1")
         _ = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 1000)
         try connection.query("UPDATE courier.jobs SET locked_until = now() - interval '1 second' WHERE id = $1", [ids[0]])
-        _ = try store.maintain(retentionSeconds: 86_400)
+        _ = try store.maintain(retentionSeconds: 86_400, leaseMilliseconds: 1)
         let row = try connection.query("SELECT state::text, last_error FROM courier.jobs WHERE id = $1", [ids[0]])[0]
         XCTAssertEqual(try row.decode(0, as: String.self), "dead")
         XCTAssertTrue(try row.decode(1, as: String.self).contains("lease expired"))
@@ -173,7 +173,7 @@ final class WorkerStatementsTests: XCTestCase {
                           startedAt: Date(), finishedAt: Date(), responseExcerpt: nil)
         ])
         try connection.query("UPDATE courier.jobs SET finished_at = now() - interval '8 days' WHERE id = $1", [ids[0]])
-        let report = try XCTUnwrap(try store.maintain(retentionSeconds: 7 * 86_400))
+        let report = try XCTUnwrap(try store.maintain(retentionSeconds: 7 * 86_400, leaseMilliseconds: 1))
         XCTAssertGreaterThanOrEqual(report.deletedSucceeded, 1)
         XCTAssertEqual(try connection.query("SELECT count(*) FROM courier.attempts WHERE job_id = $1", [ids[0]])[0].decode(0, as: Int.self), 0)
     }

@@ -131,21 +131,26 @@ final class ResilienceTests: XCTestCase {
         XCTAssertEqual(try probe.states(queue: queue), ["succeeded": ids.count])
     }
 
-    func testSigtermAfterTheGracePeriodGivesUnfinishedJobsBack() async throws {
+    func testSigtermAfterTheGracePeriodRecordsUnfinishedDeliveriesAsInterruptedAndDueAgain() async throws {
         let sink = try await startSink(delay: 5.0)
-        _ = try (0..<3).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
+        let ids = try (0..<3).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
         let (process, _) = try startWorkerProcess(extra: ["--grace-period", "200ms"])
         let deadline = Date().addingTimeInterval(20)
         while log.all.count < 3, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
         XCTAssertEqual(process.terminationStatus, 0)
-        let states = try probe.states(queue: queue)
-        XCTAssertEqual(states["running", default: 0], 0)
-        XCTAssertEqual(states["pending", default: 0], 3)
-        let attempts: Int = try probe.connection.query(
-            "SELECT max(attempt) FROM courier.jobs WHERE queue = $1", [queue])[0].decode(0)
-        XCTAssertEqual(attempts, 0, "a given-back attempt is uncounted")
+        // Each request was sent once: each job has that attempt counted, one attempt row saying
+        // it was interrupted, and is due again at once for another worker.
+        XCTAssertEqual(try probe.states(queue: queue), ["retrying": 3])
+        for id in ids {
+            XCTAssertEqual(try probe.job(id).attempt, 1)
+            XCTAssertEqual(try probe.attemptCount(id), 1)
+            XCTAssertEqual(try probe.job(id).lastError?.hasPrefix("interrupted"), true)
+        }
+        let due: Bool = try probe.connection.query(
+            "SELECT bool_and(run_at <= now()) FROM courier.jobs WHERE queue = $1", [queue])[0].decode(0)
+        XCTAssertTrue(due)
     }
 
     func testWorkerSurvivesAPostgreSQLRestart() async throws {

@@ -28,6 +28,8 @@ struct BenchCommand: ParsableCommand {
               ceilings  (a) claim/complete/attempt statements with no HTTP (PostgreSQL's limit)
                         (b) the worker's HTTP client against the sink with no database
               inflight  1,000 deliveries held open by a slow sink: the worker's peak memory
+              saturated every slot held 5 s by the sink (about 40 deliveries/s with 200 slots):
+                        the worker's CPU while it only waits, over 30 s (not in the default set)
 
             Benchmark a release build: swift build -c release && .build/release/courier bench
 
@@ -60,7 +62,7 @@ struct BenchCommand: ParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
-        let known: Set<String> = ["drain", "latency", "flaky", "ceilings", "inflight"]
+        let known: Set<String> = ["drain", "latency", "flaky", "ceilings", "inflight", "saturated"]
         for name in scenarioList where !known.contains(name) {
             throw CLIError.usage("--scenarios: unknown scenario \(name.debugDescription) (use \(known.sorted().joined(separator: ", ")))")
         }
@@ -114,6 +116,9 @@ struct BenchCommand: ParsableCommand {
             case "ceilings":
                 results.append(try runner.databaseCeiling(jobs: jobs))
                 results.append(try runner.httpCeiling(jobs: jobs))
+            case "saturated":
+                guard sinkURL == nil else { say("saturated: skipped (needs the built-in sink)"); continue }
+                results.append(try runner.saturated(seconds: 30))
             case "inflight":
                 guard sinkURL == nil else { say("inflight: skipped (needs the built-in sink)"); continue }
                 results.append(try runner.inflight(jobs: 3000, concurrency: 1000))

@@ -12,7 +12,8 @@ import Postgres
 /// The benchmark's HTTP endpoint: the built-in sink, or an external URL.
 ///
 /// Built-in paths: `/hook` answers 200; `/flaky` answers 503 to the first attempt of 30% of
-/// jobs (chosen by job id) and 200 otherwise; `/slow` answers 200 after one second.
+/// jobs (chosen by job id) and 200 otherwise; `/slow` answers 200 after one second, `/hold5`
+/// after five.
 final class BenchSink {
     let baseURL: String
     private let sink: HTTPSink?
@@ -38,6 +39,8 @@ final class BenchSink {
                     return .respond(status: 200, body: ok)
                 case "/slow":
                     return .delayed(seconds: 1, status: 200, body: ok)
+                case "/hold5":
+                    return .delayed(seconds: 5, status: 200, body: ok)
                 default:
                     return .respond(status: 200, body: ok)
                 }
@@ -191,6 +194,46 @@ struct BenchRunner {
             })
         result.extra["max_in_flight_seen"] = maxRunning
         result.detail = "peak \(Output.count(maxRunning)) running at once"
+        return result
+    }
+
+    /// Every slot of the worker waits on a receiver that answers after 5 s (about 40
+    /// deliveries/s with 200 slots): what a worker costs while it has nothing to do but wait.
+    /// Measures the worker's CPU over `seconds` once every slot is busy.
+    func saturated(seconds: Double) throws -> BenchResult {
+        let queue = "bench-saturated"
+        let slots = concurrency
+        // Enough to keep every slot busy for the warm-up and the whole window, and then some.
+        let jobs = Int(Double(slots) * (seconds + 15) / 5)
+        say("saturated: \(slots) slots held 5 s each by the receiver, measured over \(Output.duration(seconds))...")
+        try reset(queue)
+        try store.setPaused(queue, true)
+        _ = try store.importJobs(makeJobs(jobs, path: "/hold5", queue: queue), skipInvalid: false)
+        let process = try startWorker(queue: queue, extra: ["--per-host-limit", String(slots)])
+        defer { process.stop() }
+        try store.setPaused(queue, false)
+        _ = try connection.query(BenchStatements.wake, [queue])
+        // Warm up: every slot taken and the first answers back.
+        Thread.sleep(forTimeInterval: 6)
+        let before = process.stats
+        let doneBefore: Int = try connection.queryCached(BenchStatements.succeededCount, [queue])[0].decode(0)
+        let started = Date()
+        Thread.sleep(forTimeInterval: seconds)
+        let after = process.stats
+        let elapsed = Date().timeIntervalSince(started)
+        let doneAfter: Int = try connection.queryCached(BenchStatements.succeededCount, [queue])[0].decode(0)
+        guard process.isRunning else { throw CLIError("saturated: the worker exited during the run") }
+        let delivered = doneAfter - doneBefore
+        let cpu = (after?.cpuSeconds ?? 0) - (before?.cpuSeconds ?? 0)
+        let coresUsed = cpu / elapsed
+        var result = BenchResult(
+            name: "saturated", jobs: delivered, seconds: elapsed, cpuPerThousand: cpuPerThousand(before, after, jobs: delivered),
+            peakRSS: after?.peakRSS,
+            detail: String(format: "%d slots held 5 s; worker CPU %.1f%% of one core (%.3f core-s/s)",
+                           slots, coresUsed * 100, coresUsed))
+        result.extra["worker_cpu_core_seconds_per_second"] = (coresUsed * 10_000).rounded() / 10_000
+        result.extra["deliveries_per_second"] = (Double(delivered) / elapsed * 10).rounded() / 10
+        result.extra["slots"] = slots
         return result
     }
 

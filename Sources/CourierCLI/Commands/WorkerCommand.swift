@@ -130,6 +130,8 @@ struct WorkerCommand: ParsableCommand {
             databaseURL: database.resolvedURL, configuration: config, deliverer: deliverer, logger: logger)
         do {
             try WorkerService(pool: pool, logger: logger).run()
+        } catch let error as WorkerStartError {
+            throw CLIError(error.description, exitCode: .schemaMismatch)
         } catch let error as PostgresError {
             throw CLIError(error.message)
         }

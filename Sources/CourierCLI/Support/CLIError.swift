@@ -10,6 +10,9 @@ public enum CourierExitCode: Int32, Sendable {
     case usage = 2
     /// A job, queue or other named thing does not exist.
     case notFound = 3
+    /// The database schema is not the one this binary expects (never migrated, older or
+    /// newer): `courier worker` refuses to start, so systemd does not restart it in a loop.
+    case schemaMismatch = 4
 }
 
 /// An error the CLI reports as one line on stderr with a chosen exit code.

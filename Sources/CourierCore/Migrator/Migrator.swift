@@ -39,6 +39,39 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
     public var description: String { message }
 }
 
+/// How a database's schema compares with the migrations this binary carries.
+public enum SchemaStatus: Sendable, Equatable {
+    /// Every embedded migration is applied and nothing newer.
+    case current(version: Int)
+    /// No Courier schema at all: `courier migrate` was never run.
+    case missing(expected: Int)
+    /// Older than this binary: `courier migrate` has files to apply.
+    case behind(applied: Int, expected: Int)
+    /// Newer than this binary: it was migrated by a later version of Courier.
+    case ahead(applied: Int, expected: Int)
+
+    /// True only for `.current`.
+    public var isCurrent: Bool {
+        if case .current = self { return true }
+        return false
+    }
+
+    /// One line for an operator, saying what to do.
+    public var message: String {
+        switch self {
+        case .current(let version):
+            return "database schema is at version \(version)"
+        case .missing(let expected):
+            return "the database has no Courier schema (this courier expects version \(expected)); run `courier migrate`"
+        case .behind(let applied, let expected):
+            return "the database schema is at version \(applied) but this courier expects \(expected); run `courier migrate`"
+        case .ahead(let applied, let expected):
+            return "the database schema is at version \(applied), newer than this courier (\(expected)); "
+                + "upgrade courier before starting workers"
+        }
+    }
+}
+
 /// Applies the migration files in order, once each, recording version and checksum in
 /// `courier.schema_migrations`.
 ///
@@ -63,6 +96,22 @@ public struct Migrator: Sendable {
     public init(migrations: [Migration] = EmbeddedMigrations.all, logger: Logger = Logger(label: "courier.migrate")) {
         self.migrations = migrations.sorted { $0.version < $1.version }
         self.logger = logger
+    }
+
+    /// The version of the newest migration this migrator carries.
+    public var expectedVersion: Int { migrations.last?.version ?? 0 }
+
+    /// Compares the database's applied migrations with `expectedVersion`, writing nothing.
+    public func status(_ connection: PostgresConnection) throws -> SchemaStatus {
+        let expected = expectedVersion
+        guard try connection.query(MigratorStatements.hasMigrationsTable)[0].decode(0, as: Bool.self) else {
+            return .missing(expected: expected)
+        }
+        let applied: Int? = try connection.query(MigratorStatements.appliedVersion)[0].decode(0)
+        guard let applied, applied > 0 else { return .missing(expected: expected) }
+        if applied < expected { return .behind(applied: applied, expected: expected) }
+        if applied > expected { return .ahead(applied: applied, expected: expected) }
+        return .current(version: applied)
     }
 
     /// Applies every pending migration and returns what was done.

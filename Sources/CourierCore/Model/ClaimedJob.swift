@@ -55,7 +55,7 @@ public struct ClaimedJob: Sendable, Equatable {
 }
 
 /// One finished attempt, ready to be written: the outcome row and the job's transition.
-public struct AttemptRecord: Sendable {
+public struct AttemptRecord: Sendable, Equatable {
     /// Job id.
     public var jobID: Int64
     /// The attempt number the job had when claimed (guards the update).

@@ -26,4 +26,10 @@ enum MigratorStatements {
 
     /// Records an applied file, in the same transaction as the file itself.
     static let record = "INSERT INTO courier.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)"
+
+    /// Whether the bookkeeping table exists (false: the database was never migrated).
+    static let hasMigrationsTable = "SELECT to_regclass('courier.schema_migrations') IS NOT NULL"
+
+    /// The highest applied version (NULL when the table is empty).
+    static let appliedVersion = "SELECT max(version) FROM courier.schema_migrations"
 }

@@ -44,6 +44,13 @@ public enum WorkerStatements {
             locked_until = now() + $4::bigint * interval '1 millisecond', updated_at = now()
         FROM due
         WHERE j.id = due.id
+        """ + claimedColumns
+
+    /// What a claim returns for each job (shared by `claimBatch` and `claimOne`): the request,
+    /// the effective retry schedule in seconds (job's, else queue's, NULL for the default) and
+    /// the queue's signing secret and cap.
+    static let claimedColumns = """
+
         RETURNING j.id, j.queue, j.method, j.url, j.headers::text, j.body, j.attempt, j.max_attempts,
             (SELECT array_agg(extract(epoch FROM s.delay)::float8 ORDER BY s.n)
              FROM unnest(coalesce(j.retry_schedule,
@@ -51,6 +58,53 @@ public enum WorkerStatements {
                   WITH ORDINALITY AS s(delay, n)) AS schedule_seconds,
             (SELECT q.signing_secret FROM courier.queues q WHERE q.name = j.queue) AS signing_secret,
             (SELECT q.max_in_flight FROM courier.queues q WHERE q.name = j.queue) AS max_in_flight
+        """
+
+    /// The ids `claimBatch` would take (`$1` queues or NULL, `$2` limit), without locking
+    /// them: the fallback when the batch statement failed on some row's data, so each
+    /// candidate can be claimed (or dead-lettered) on its own.
+    public static let claimCandidates = """
+        SELECT j.id
+        FROM courier.jobs j
+        WHERE j.state IN ('pending', 'retrying')
+          AND j.run_at <= now()
+          AND ($1::text[] IS NULL OR j.queue = ANY ($1::text[]))
+          AND NOT EXISTS (SELECT 1 FROM courier.queues q WHERE q.name = j.queue AND q.paused)
+        ORDER BY j.priority, j.run_at, j.id
+        LIMIT $2
+        """
+
+    /// Claims job `$1` alone for worker `$2` with a lease of `$3` ms, if it is still due and
+    /// not locked by another claimer; returns the same columns as `claimBatch`.
+    public static let claimOne = """
+        WITH due AS (
+            SELECT j.id FROM courier.jobs j
+            WHERE j.id = $1 AND j.state IN ('pending', 'retrying') AND j.run_at <= now()
+            FOR UPDATE SKIP LOCKED
+        )
+        UPDATE courier.jobs j
+        SET state = 'running', attempt = j.attempt + 1, locked_by = $2,
+            locked_until = now() + $3::bigint * interval '1 millisecond', updated_at = now()
+        FROM due
+        WHERE j.id = due.id
+        """ + claimedColumns
+
+    /// Moves due job `$1`, whose row no claim can take, to `dead` with reason `$2`. Values the
+    /// row's constraints could reject are clamped, so the dead row is a valid one.
+    public static let quarantineDue = """
+        UPDATE courier.jobs
+        SET state = 'dead', finished_at = now(), updated_at = now(), locked_by = NULL, locked_until = NULL,
+            attempt = least(greatest(attempt, 0), max_attempts), last_status = NULL, last_error = $2
+        WHERE id = $1 AND state IN ('pending', 'retrying')
+        """
+
+    /// Moves running job `$1` (attempt `$2`, held by worker `$3`) to `dead` with reason `$4`:
+    /// its row could not be read, or its outcome could not be written.
+    public static let quarantineRunning = """
+        UPDATE courier.jobs
+        SET state = 'dead', finished_at = now(), updated_at = now(), locked_by = NULL, locked_until = NULL,
+            attempt = least(greatest(attempt, 0), max_attempts), last_error = $4
+        WHERE id = $1 AND state = 'running' AND attempt = $2 AND locked_by = $3
         """
 
     /// Records a batch of outcomes in one round trip: moves each job out of `running` and
@@ -61,7 +115,10 @@ public enum WorkerStatements {
     /// `$6` errors, `$7` started_at, `$8` finished_at, `$9` excerpts; `$10` the worker id.
     /// The job update is guarded by `state = 'running' AND attempt AND locked_by`, so an
     /// outcome that arrives after a rescue changes nothing; its attempt row is still kept as
-    /// history while the job exists. Returns the ids whose state changed.
+    /// history while the job exists. Writing the same outcome twice (a retry after a COMMIT
+    /// whose answer was lost) adds no second attempt row: a row that changed no job is written
+    /// only when no row of that job, attempt and start time exists. Returns the ids whose state
+    /// changed.
     public static let completeBatch = """
         WITH outcome AS (
             SELECT * FROM unnest($1::bigint[], $2::int[], $3::courier.job_state[], $4::float8[], $5::int[],
@@ -86,7 +143,10 @@ public enum WorkerStatements {
             SELECT o.id, o.attempt, o.started_at, o.finished_at,
                    extract(epoch FROM o.finished_at - o.started_at) * 1000, o.status, o.error, o.excerpt, $10
             FROM outcome o
-            WHERE EXISTS (SELECT 1 FROM courier.jobs j WHERE j.id = o.id)
+            WHERE o.id IN (SELECT id FROM updated)
+               OR (EXISTS (SELECT 1 FROM courier.jobs j WHERE j.id = o.id)
+                   AND NOT EXISTS (SELECT 1 FROM courier.attempts a
+                                   WHERE a.job_id = o.id AND a.attempt = o.attempt AND a.started_at = o.started_at))
         )
         SELECT id FROM updated
         """
@@ -119,10 +179,16 @@ public enum WorkerStatements {
     /// Returns up to `$1` running jobs whose lease expired (their worker died or stalled) to
     /// `retrying`, due at once, or to `dead` when their attempts are exhausted. Walks
     /// `jobs_lease_idx`; SKIP LOCKED so it never waits on a worker's completion.
+    ///
+    /// Nothing is rescued within one lease (`$2` ms) of the server's start: while the server
+    /// was down no worker could extend a lease, so leases that ran out during the outage say
+    /// nothing about their workers. They get one lease to reconnect and write the outcomes
+    /// they hold; rescuing at once would send those jobs a second time.
     public static let rescueExpired = """
         WITH expired AS (
             SELECT id FROM courier.jobs
             WHERE state = 'running' AND locked_until < now()
+              AND pg_postmaster_start_time() < now() - $2::bigint * interval '1 millisecond'
             ORDER BY locked_until
             LIMIT $1
             FOR UPDATE SKIP LOCKED
@@ -149,6 +215,17 @@ public enum WorkerStatements {
             LIMIT $2
             FOR UPDATE SKIP LOCKED
         )
+        """
+
+    /// Per queue (`$1` queues or NULL for all): how many jobs are due now and the age in seconds
+    /// of the oldest. Reads only due rows through `jobs_due_idx`; a worker runs it at most once
+    /// per maintenance interval for its metrics.
+    public static let queueDepth = """
+        SELECT j.queue, count(*), extract(epoch FROM now() - min(j.run_at))::float8
+        FROM courier.jobs j
+        WHERE j.state IN ('pending', 'retrying') AND j.run_at <= now()
+          AND ($1::text[] IS NULL OR j.queue = ANY ($1::text[]))
+        GROUP BY j.queue
         """
 
     /// The notification channel the insert trigger and requeue statements notify on.

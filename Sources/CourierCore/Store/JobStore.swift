@@ -18,53 +18,124 @@ public struct JobStore {
         self.workerID = workerID
     }
 
-    /// Claims up to `limit` due jobs (see `WorkerStatements.claimBatch`).
+    /// Claims up to `limit` due jobs (see `WorkerStatements.claimBatch`); a row the worker
+    /// cannot handle is moved to the dead letters instead of failing the others.
+    public func claim(queues: [String]?, limit: Int, leaseMilliseconds: Int) throws -> [ClaimedJob] {
+        try claimBatch(queues: queues, limit: limit, leaseMilliseconds: leaseMilliseconds).jobs
+    }
+
+    /// Claims up to `limit` due jobs, isolating rows the worker cannot handle.
+    ///
+    /// One bad row (a value no statement can move, written around `courier.enqueue`) must
+    /// never stop the queue. When the batch statement fails on a row's data (SQLSTATE class 22
+    /// or 23), the candidates are claimed one by one and each row that still fails is moved to
+    /// `dead` with the reason. A claimed row whose request cannot be decoded is moved to `dead`
+    /// the same way. Connection and other errors are thrown: they say nothing about a row.
     ///
     /// - Parameters:
     ///   - queues: queues to claim from; nil for all.
     ///   - limit: the most jobs to claim.
     ///   - leaseMilliseconds: how long the lease lasts before a heartbeat must extend it.
-    public func claim(queues: [String]?, limit: Int, leaseMilliseconds: Int) throws -> [ClaimedJob] {
-        guard limit > 0 else { return [] }
-        // See `WorkerStatements.claimSettings`: no wait for the WAL flush (a lost claim leaves
-        // the jobs due, and a delivery made meanwhile is a duplicate at-least-once allows), and
-        // a plan that walks the due index in order.
-        let result = try connection.transaction { connection in
-            try connection.simpleQuery(WorkerStatements.claimSettings)
-            return try connection.queryCached(
-                WorkerStatements.claimBatch,
-                [queues.map { PostgresArray($0) }, workerID, limit, leaseMilliseconds])
+    public func claimBatch(queues: [String]?, limit: Int, leaseMilliseconds: Int) throws -> ClaimResult {
+        guard limit > 0 else { return ClaimResult() }
+        let queueList = queues.map { PostgresArray($0) }
+        var rows: [PostgresRow] = []
+        var out = ClaimResult()
+        do {
+            // See `WorkerStatements.claimSettings`: no wait for the WAL flush (a lost claim leaves
+            // the jobs due, and a delivery made meanwhile is a duplicate at-least-once allows), and
+            // a plan that walks the due index in order.
+            let result = try connection.transaction { connection in
+                try connection.simpleQuery(WorkerStatements.claimSettings)
+                return try connection.queryCached(
+                    WorkerStatements.claimBatch, [queueList, workerID, limit, leaseMilliseconds])
+            }
+            rows = result.rows
+        } catch let error as PostgresError where error.isRowDataError {
+            let candidates = try connection.queryCached(WorkerStatements.claimCandidates, [queueList, limit])
+            for candidate in candidates.rows {
+                let id: Int64 = try candidate.decode(0)
+                do {
+                    rows += try connection.queryCached(WorkerStatements.claimOne, [id, workerID, leaseMilliseconds]).rows
+                } catch let error as PostgresError where error.isRowDataError {
+                    let reason = "the worker cannot claim this row: \(error.message)"
+                    try connection.queryCached(WorkerStatements.quarantineDue, [id, reason])
+                    out.quarantined.append(Quarantined(id: id, reason: reason))
+                }
+            }
         }
-        var jobs: [ClaimedJob] = []
-        jobs.reserveCapacity(result.rowCount)
-        for row in result.rows {
-            let scheduleText: String? = try row.decode(8)
-            let schedule =
-                scheduleText.flatMap { PostgresArray.parse($0) }.map {
-                    RetrySchedule(delays: $0.compactMap { $0.flatMap(Double.init) })
-                } ?? .standardWebhooks
-            jobs.append(
-                ClaimedJob(
-                    id: try row.decode(0),
-                    queue: try row.decode(1),
-                    method: try row.decode(2),
-                    url: try row.decode(3),
-                    headers: try Self.decodeHeaders(try row.decode(4)),
-                    body: try row.decode(5),
-                    attempt: try row.decode(6),
-                    maxAttempts: try row.decode(7),
-                    schedule: schedule,
-                    signingSecret: try row.decode(9),
-                    queueMaxInFlight: try row.decode(10)))
+        out.jobs.reserveCapacity(rows.count)
+        for row in rows {
+            let id: Int64 = try row.decode(0)
+            let attempt: Int = try row.decode(6)
+            do {
+                out.jobs.append(try Self.decodeClaimed(row))
+            } catch {
+                let reason = "the worker cannot read this job: \(error)"
+                try connection.queryCached(WorkerStatements.quarantineRunning, [id, attempt, workerID, reason])
+                out.quarantined.append(Quarantined(id: id, reason: reason))
+            }
         }
-        return jobs
+        return out
+    }
+
+    static func decodeClaimed(_ row: PostgresRow) throws -> ClaimedJob {
+        let scheduleText: String? = try row.decode(8)
+        let schedule =
+            scheduleText.flatMap { PostgresArray.parse($0) }.map {
+                RetrySchedule(delays: $0.compactMap { $0.flatMap(Double.init) })
+            } ?? .standardWebhooks
+        return ClaimedJob(
+            id: try row.decode(0),
+            queue: try row.decode(1),
+            method: try row.decode(2),
+            url: try row.decode(3),
+            headers: try decodeHeaders(try row.decode(4)),
+            body: try row.decode(5),
+            attempt: try row.decode(6),
+            maxAttempts: try row.decode(7),
+            schedule: schedule,
+            signingSecret: try row.decode(9),
+            queueMaxInFlight: try row.decode(10))
     }
 
     /// Records a batch of finished attempts in one round trip; returns the ids whose state
     /// changed (an id missing from it had lost its lease).
     @discardableResult
     public func complete(_ records: [AttemptRecord]) throws -> Set<Int64> {
-        guard !records.isEmpty else { return [] }
+        try record(records).changed
+    }
+
+    /// Records a batch of finished attempts in one round trip, isolating rows that cannot take
+    /// their outcome.
+    ///
+    /// When the batch fails on a row's data (SQLSTATE class 22 or 23, e.g. a retry delay that
+    /// overflows the timestamp range), each outcome is written alone and a job whose outcome
+    /// still cannot be written is moved to `dead` with the reason, so the healthy outcomes of
+    /// the batch are written once and their jobs are never sent again.
+    public func record(_ records: [AttemptRecord]) throws -> RecordResult {
+        guard !records.isEmpty else { return RecordResult() }
+        do {
+            return RecordResult(changed: try completeBatch(records))
+        } catch let error as PostgresError where error.isRowDataError {
+            var out = RecordResult()
+            for record in records {
+                do {
+                    out.changed.formUnion(try completeBatch([record]))
+                } catch let error as PostgresError where error.isRowDataError {
+                    let reason = "the outcome of attempt \(record.attempt) could not be written: \(error.message)"
+                    if try connection.queryCached(
+                        WorkerStatements.quarantineRunning, [record.jobID, record.attempt, workerID, reason]
+                    ).rowCount > 0 {
+                        out.quarantined.append(Quarantined(id: record.jobID, reason: reason))
+                    }
+                }
+            }
+            return out
+        }
+    }
+
+    private func completeBatch(_ records: [AttemptRecord]) throws -> Set<Int64> {
         var ids: [Int64] = [], attempts: [Int] = [], states: [String] = [], delays: [Double?] = []
         var statuses: [Int?] = [], errors: [String?] = [], started: [Date] = [], finished: [Date] = []
         var excerpts: [String?] = []
@@ -115,13 +186,15 @@ public struct JobStore {
     /// deletes old succeeded jobs, each in batches of `batchSize`.
     ///
     /// - Returns: nil when another worker holds the maintenance lock.
-    public func maintain(retentionSeconds: Double, batchSize: Int = 1000) throws -> MaintenanceReport? {
+    public func maintain(
+        retentionSeconds: Double, leaseMilliseconds: Int = 60_000, batchSize: Int = 1000
+    ) throws -> MaintenanceReport? {
         try connection.transaction { conn -> MaintenanceReport? in
             guard try conn.queryCached(WorkerStatements.tryMaintenanceLock)[0].decode(0, as: Bool.self) else {
                 return nil
             }
             var report = MaintenanceReport()
-            for row in try conn.queryCached(WorkerStatements.rescueExpired, [batchSize]).rows {
+            for row in try conn.queryCached(WorkerStatements.rescueExpired, [batchSize, leaseMilliseconds]).rows {
                 if try row.decode(1, as: String.self) == JobState.dead.rawValue {
                     report.rescuedToDead += 1
                 } else {
@@ -135,11 +208,81 @@ public struct JobStore {
         }
     }
 
-    static func decodeHeaders(_ json: String) throws -> [(String, String)] {
-        guard let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else {
-            return []
+    /// Due jobs per queue and the age of the oldest (see `WorkerStatements.queueDepth`).
+    public func queueDepth(queues: [String]?) throws -> [QueueDepth] {
+        try connection.queryCached(WorkerStatements.queueDepth, [queues.map { PostgresArray($0) }]).rows.map {
+            QueueDepth(queue: try $0.decode(0), due: try $0.decode(1), oldestAgeSeconds: try $0.decode(2))
         }
-        return object.compactMap { key, value in (value as? String).map { (key, $0) } }.sorted { $0.0 < $1.0 }
+    }
+
+    /// The stored headers as pairs; anything but a JSON object of strings is an error that
+    /// names what was found (the row then goes to the dead letters, alone).
+    static func decodeHeaders(_ json: String) throws -> [(String, String)] {
+        let value = try? JSONSerialization.jsonObject(with: Data(json.utf8), options: [.fragmentsAllowed])
+        guard let object = value as? [String: Any] else {
+            throw JobRowError(message: "headers must be a JSON object of strings, found \(json.prefix(40))")
+        }
+        var pairs: [(String, String)] = []
+        pairs.reserveCapacity(object.count)
+        for (key, value) in object {
+            guard let text = value as? String else {
+                throw JobRowError(message: "headers: the value of \(key.prefix(64)) is not a string")
+            }
+            pairs.append((key, text))
+        }
+        return pairs.sorted { $0.0 < $1.0 }
+    }
+}
+
+/// A job row the worker cannot use as it is.
+public struct JobRowError: Error, CustomStringConvertible, Sendable {
+    /// What is wrong with the row.
+    public let message: String
+    public var description: String { message }
+}
+
+/// A job the worker moved to the dead letters because its row could not be handled.
+public struct Quarantined: Sendable, Equatable {
+    /// Job id.
+    public var id: Int64
+    /// The reason, also written to `last_error`.
+    public var reason: String
+}
+
+/// How many jobs of a queue are due now, and how long the oldest has waited.
+public struct QueueDepth: Sendable, Equatable {
+    /// Queue name.
+    public var queue: String
+    /// Jobs due now (pending or retrying with `run_at` passed).
+    public var due: Int
+    /// Seconds since the oldest due job's `run_at`.
+    public var oldestAgeSeconds: Double
+}
+
+/// What one claim returned.
+public struct ClaimResult: Sendable {
+    /// Jobs claimed and ready to send.
+    public var jobs: [ClaimedJob] = []
+    /// Rows that could not be claimed or read and were moved to `dead` instead.
+    public var quarantined: [Quarantined] = []
+}
+
+/// What one outcome write did.
+public struct RecordResult: Sendable {
+    /// Jobs whose state changed (an id missing had lost its lease).
+    public var changed: Set<Int64> = []
+    /// Jobs whose outcome could not be written and that were moved to `dead` instead.
+    public var quarantined: [Quarantined] = []
+}
+
+extension PostgresError {
+    /// True when the server refused a statement because of a value in some row (SQLSTATE class
+    /// 22, data exception, or 23, integrity constraint violation): retrying row by row can
+    /// find the culprit. Anything else (permissions, timeouts, a lost connection) is not a
+    /// row's fault.
+    public var isRowDataError: Bool {
+        guard kind == .server, let state = sqlState else { return false }
+        return state.hasPrefix("22") || state.hasPrefix("23")
     }
 }
 

@@ -1,0 +1,346 @@
+import CourierCore
+import CourierSink
+import CourierTesting
+import Foundation
+import Logging
+import Postgres
+import XCTest
+
+@testable import CourierWorker
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The worker against poison rows, database outages and shutdowns: every healthy job is
+/// delivered, every outcome written once, and no loop is ever stopped by one row.
+final class WorkerUnderStressTests: XCTestCase {
+    private var url: String!
+    private var probe: JobsProbe!
+    private var queue: String!
+    private let log = SinkLog()
+    private var sinks: [HTTPSink] = []
+    private var pools: [WorkerPool] = []
+    private var deliverers: [HTTPDeliverer] = []
+    private var processes: [Process] = []
+
+    override func setUp() async throws {
+        url = try TestDatabase.create(label: "stress")
+        probe = try JobsProbe(url: url)
+        queue = "s\(UInt32.random(in: 0...UInt32.max))"
+    }
+
+    override func tearDown() async throws {
+        for process in processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        pools.forEach { $0.shutdown() }
+        deliverers.forEach { $0.shutdown() }
+        for sink in sinks { await sink.shutdown() }
+        probe?.close()
+        if let url { TestDatabase.drop(url) }
+    }
+
+    /// A sink that counts requests per job; paths starting with `/fail` answer 500.
+    private func startSink(delay: @escaping @Sendable () -> Double = { 0 }) async throws -> HTTPSink {
+        let log = self.log
+        let sink = try await HTTPSink.start { request in
+            let job = request.header("courier-job-id") ?? "?"
+            log.record(request, key: job)
+            let wait = delay()
+            if wait > 0 { try? await Task.sleep(nanoseconds: UInt64(wait * 1e9)) }
+            return .respond(status: request.path.hasPrefix("/fail") ? 500 : 200)
+        }
+        sinks.append(sink)
+        return sink
+    }
+
+    private func startPool(
+        id: String, concurrency: Int = 16, lease: Double = 60, grace: Double = 5, databaseURL: String? = nil
+    ) throws -> WorkerPool {
+        var http = HTTPDelivererConfiguration()
+        http.allowPrivateTargets = true
+        var logger = Logger(label: "test.worker")
+        logger.logLevel = .critical
+        let deliverer = HTTPDeliverer(configuration: http, logger: logger)
+        var configuration = WorkerConfiguration(
+            workerID: id, queues: [queue], concurrency: concurrency, batchSize: 10, pollInterval: 0.1,
+            leaseDuration: lease, heartbeatInterval: lease / 4, perHostLimit: concurrency, capDeferral: 0.05,
+            maintenanceInterval: 0.5, gracePeriod: grace)
+        configuration.shutdownGiveUp = 2
+        let pool = WorkerPool(
+            databaseURL: databaseURL ?? url, configuration: configuration, deliverer: deliverer, logger: logger)
+        try pool.start()
+        deliverers.append(deliverer)
+        pools.append(pool)
+        return pool
+    }
+
+    private func startWorkerProcess(_ extra: [String]) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CourierBinary.path)
+        process.arguments =
+            [
+                "worker", "--database-url", url, "--queues", queue, "--allow-private-targets", "--poll-interval", "100ms",
+                "--log-level", "error",
+            ] + extra
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        processes.append(process)
+        return (process, errors)
+    }
+
+    private func waitForRequests(_ count: Int, timeout: Double = 20) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while log.all.count < count, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        XCTAssertGreaterThanOrEqual(log.all.count, count, "the worker never sent the first requests")
+    }
+
+    /// (job id, attempt) pairs that have more than one attempt row.
+    private func duplicateAttemptRows() throws -> Int {
+        try probe.connection.query(
+            """
+            SELECT count(*) FROM (
+                SELECT a.job_id, a.attempt FROM courier.attempts a JOIN courier.jobs j ON j.id = a.job_id
+                WHERE j.queue = $1 GROUP BY 1, 2 HAVING count(*) > 1) d
+            """, [queue])[0].decode(0)
+    }
+
+    // MARK: Poison rows
+
+    func testPoisonRowsGoDeadAloneWhileHealthyJobsAreDeliveredExactlyOnce() async throws {
+        let sink = try await startSink()
+        try probe.dropRowGuards()
+        let healthy = try (0..<120).map { _ in try probe.enqueue(url: sink.baseURL + "/ok", queue: queue) }
+        // Rows no statement of the worker can move, written around courier.enqueue.
+        let overflow = try probe.enqueue(url: sink.baseURL + "/ok", queue: queue)
+        try probe.connection.query("UPDATE courier.jobs SET attempt = 2147483647 WHERE id = $1", [overflow])
+        let scalarHeaders = try probe.enqueue(url: sink.baseURL + "/ok", queue: queue)
+        try probe.connection.query(#"UPDATE courier.jobs SET headers = '"x"' WHERE id = $1"#, [scalarHeaders])
+        let nullHeaders = try probe.enqueue(url: sink.baseURL + "/ok", queue: queue)
+        try probe.connection.query("UPDATE courier.jobs SET headers = 'null' WHERE id = $1", [nullHeaders])
+        let hugeSchedule = try probe.enqueue(url: sink.baseURL + "/fail", queue: queue, maxAttempts: 5)
+        try probe.connection.query(
+            "UPDATE courier.jobs SET retry_schedule = '{1000000 years}' WHERE id = $1", [hugeSchedule])
+        // The poison rows come first in claim order, so every early batch holds one.
+        try probe.connection.query(
+            "UPDATE courier.jobs SET priority = -1 WHERE id = ANY ($1)",
+            [PostgresArray([overflow, scalarHeaders, nullHeaders, hugeSchedule])])
+
+        _ = try startPool(id: "poison-a")
+        _ = try startPool(id: "poison-b")
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 30), "jobs still unsettled after 30 s")
+
+        for id in healthy {
+            XCTAssertEqual(try probe.job(id).state, "succeeded")
+            XCTAssertEqual(log.counts[String(id)], 1, "job \(id) was not delivered exactly once")
+            XCTAssertEqual(try probe.attemptCount(id), 1)
+        }
+        for id in [overflow, scalarHeaders, nullHeaders, hugeSchedule] {
+            let job = try probe.job(id)
+            XCTAssertEqual(job.state, "dead", "poison job \(id)")
+            XCTAssertFalse((job.lastError ?? "").isEmpty, "poison job \(id) has no reason")
+        }
+        XCTAssertNil(log.counts[String(overflow)], "a row that cannot be claimed was sent")
+        XCTAssertNil(log.counts[String(scalarHeaders)], "a row that cannot be read was sent")
+        XCTAssertNil(log.counts[String(nullHeaders)], "a row that cannot be read was sent")
+        XCTAssertEqual(log.counts[String(hugeSchedule)], 1, "the job whose retry cannot be scheduled was sent again")
+        XCTAssertTrue(try probe.job(scalarHeaders).lastError?.contains("headers") ?? false)
+        XCTAssertEqual(try duplicateAttemptRows(), 0)
+    }
+
+    // MARK: Outages and shutdown
+
+    func testAnOutageLongerThanTheLeaseWritesNoOutcomeTwiceAndSendsNoJobTwice() async throws {
+        guard let pgctl = ProcessInfo.processInfo.environment["COURIER_TEST_PGCTL"] else {
+            throw XCTSkip("COURIER_TEST_PGCTL is not set: run through scripts/test to stop the server")
+        }
+        let sink = try await startSink(delay: { 2 })
+        let ids = try (0..<60).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue, maxAttempts: 5) }
+        _ = try startPool(id: "outage-a", concurrency: 10, lease: 60)
+        _ = try startPool(id: "outage-b", concurrency: 10, lease: 60)
+        try await waitForRequests(10)
+        probe.close()
+        XCTAssertEqual(runShellCommand("\(pgctl) -m fast -w -t 60 stop"), 0, "pg_ctl stop failed")
+        // Longer than the lease: every lease held at the stop has run out when the server returns.
+        try await Task.sleep(nanoseconds: 75_000_000_000)
+        XCTAssertEqual(runShellCommand("\(pgctl) -w -t 60 start"), 0, "pg_ctl start failed")
+        probe = try JobsProbe(url: url)
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 90))
+        XCTAssertEqual(try probe.states(queue: queue), ["succeeded": ids.count])
+        for id in ids {
+            XCTAssertEqual(log.counts[String(id)], 1, "job \(id) was sent \(log.counts[String(id)] ?? 0) times")
+            XCTAssertEqual(try probe.attemptCount(id), 1, "job \(id)")
+        }
+        XCTAssertEqual(try duplicateAttemptRows(), 0)
+    }
+
+    func testSigtermWith500InFlightAccountsForEveryRequestOnce() async throws {
+        let sink = try await startSink(delay: { Double.random(in: 0.2...4) })
+        let ids = try (0..<500).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue, maxAttempts: 5) }
+        let (process, errors) = try startWorkerProcess([
+            "--concurrency", "500", "--per-host-limit", "500", "--batch-size", "100", "--grace-period", "1500ms",
+        ])
+        try await waitForRequests(500, timeout: 30)
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(process.terminationStatus, 0, stderr)
+
+        var succeeded = 0
+        var dueAgain = 0
+        for id in ids {
+            let job = try probe.job(id)
+            let rows = try probe.attemptCount(id)
+            let sent = log.counts[String(id)] ?? 0
+            XCTAssertEqual(rows, sent, "job \(id): \(sent) requests but \(rows) attempt rows")
+            XCTAssertEqual(job.attempt, rows, "job \(id): attempt \(job.attempt) with \(rows) attempt rows")
+            switch job.state {
+            case "succeeded": succeeded += 1
+            case "retrying", "pending": dueAgain += 1
+            default: XCTFail("job \(id) is \(job.state) after a clean stop")
+            }
+        }
+        XCTAssertEqual(succeeded + dueAgain, ids.count)
+        XCTAssertGreaterThan(succeeded, 0)
+        XCTAssertGreaterThan(dueAgain, 0, "the grace period should have cut some deliveries off")
+        XCTAssertEqual(try duplicateAttemptRows(), 0)
+    }
+
+    func testStopWithPostgreSQLDownExitsWithinGracePlusTenSeconds() async throws {
+        guard let pgctl = ProcessInfo.processInfo.environment["COURIER_TEST_PGCTL"] else {
+            throw XCTSkip("COURIER_TEST_PGCTL is not set: run through scripts/test to stop the server")
+        }
+        let sink = try await startSink(delay: { 3 })
+        _ = try (0..<20).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
+        let (process, _) = try startWorkerProcess(["--grace-period", "2s"])
+        try await waitForRequests(10)
+        probe.close()
+        XCTAssertEqual(runShellCommand("\(pgctl) -m fast -w -t 60 stop"), 0, "pg_ctl stop failed")
+        defer { _ = runShellCommand("\(pgctl) -w -t 60 start") }
+        let stopAsked = Date()
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = stopAsked.addingTimeInterval(30)
+        while process.isRunning, Date() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
+        let took = Date().timeIntervalSince(stopAsked)
+        XCTAssertFalse(process.isRunning, "the worker did not exit within 30 s of SIGTERM with the database down")
+        XCTAssertLessThanOrEqual(took, 2 + 10, "exit took \(took) s, more than grace + 10 s")
+    }
+
+    // MARK: systemd
+
+    /// A datagram socket standing in for systemd's `NOTIFY_SOCKET`.
+    private final class FakeNotifySocket: @unchecked Sendable {
+        let path: String
+        private let fd: Int32
+        private let lock = NSLock()
+        private var received: [(Date, String)] = []
+        private var reader: Thread?
+
+        init() throws {
+            path = NSTemporaryDirectory() + "courier-notify-\(UInt32.random(in: 0...UInt32.max)).sock"
+            fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            guard fd >= 0, bound == 0 else { throw POSIXError(.EADDRNOTAVAIL) }
+            var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            let thread = Thread { [self] in
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while !Thread.current.isCancelled {
+                    let n = recv(fd, &buffer, buffer.count, 0)
+                    if n > 0 {
+                        let text = String(decoding: buffer[0..<n], as: UTF8.self)
+                        lock.withLock { received.append((Date(), text)) }
+                    }
+                }
+            }
+            reader = thread
+            thread.start()
+        }
+
+        var messages: [(Date, String)] { lock.withLock { received } }
+
+        func close() {
+            reader?.cancel()
+            Thread.sleep(forTimeInterval: 0.3)
+            Glibc.close(fd)
+            unlink(path)
+        }
+    }
+
+    func testNoReadyOnAnUnmigratedDatabase() throws {
+        let empty = try TestDatabase.createEmpty(label: "unmigrated")
+        defer { TestDatabase.drop(empty) }
+        let socket = try FakeNotifySocket()
+        defer { socket.close() }
+        var logger = Logger(label: "test.worker")
+        logger.logLevel = .critical
+        let deliverer = HTTPDeliverer(configuration: HTTPDelivererConfiguration(), logger: logger)
+        defer { deliverer.shutdown() }
+        let pool = WorkerPool(
+            databaseURL: empty, configuration: WorkerConfiguration(queues: [queue]), deliverer: deliverer, logger: logger)
+        let service = WorkerService(
+            pool: pool, logger: logger, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path]))
+        XCTAssertThrowsError(try service.run()) { error in
+            XCTAssertTrue("\(error)".contains("courier migrate"), "\(error)")
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        XCTAssertFalse(socket.messages.contains { $0.1.contains("READY=1") }, "\(socket.messages)")
+    }
+
+    func testUnmigratedDatabaseMakesTheWorkerCommandExitWithItsOwnCode() throws {
+        let empty = try TestDatabase.createEmpty(label: "unmigrated")
+        defer { TestDatabase.drop(empty) }
+        let result = try CourierRunner.run(["worker"], databaseURL: empty)
+        XCTAssertEqual(result.status, 4, result.stderr)
+        XCTAssertTrue(result.stderr.contains("courier migrate"), result.stderr)
+    }
+
+    func testWatchdogIsNotPingedWhileALoopIsStuck() throws {
+        let socket = try FakeNotifySocket()
+        defer { socket.close() }
+        var logger = Logger(label: "test.worker")
+        logger.logLevel = .critical
+        let deliverer = HTTPDeliverer(configuration: HTTPDelivererConfiguration(), logger: logger)
+        defer { deliverer.shutdown() }
+        var configuration = WorkerConfiguration(queues: [queue], pollInterval: 0.1)
+        configuration.connection = .worker
+        let pool = WorkerPool(databaseURL: url, configuration: configuration, deliverer: deliverer, logger: logger)
+        let service = WorkerService(
+            pool: pool, logger: logger,
+            notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "1000000"]),
+            statusInterval: 1)
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            try? service.run()
+            finished.signal()
+        }
+        Thread.sleep(forTimeInterval: 2)
+        XCTAssertTrue(socket.messages.contains { $0.1.contains("READY=1") })
+        XCTAssertTrue(socket.messages.contains { $0.1.contains("WATCHDOG=1") }, "no watchdog ping while healthy")
+        XCTAssertTrue(socket.messages.contains { $0.1.contains("STATUS=") && $0.1.contains("in flight") })
+
+        // Hold an exclusive lock on the jobs table: the next claim blocks inside libpq.
+        let locker = try PostgresConnection(url)
+        try locker.simpleQuery("BEGIN; LOCK TABLE courier.jobs IN ACCESS EXCLUSIVE MODE")
+        Thread.sleep(forTimeInterval: 1)  // the loop runs into the lock; half the interval passes
+        let stuckFrom = Date()
+        Thread.sleep(forTimeInterval: 3)
+        let stuckUntil = Date()
+        try locker.simpleQuery("ROLLBACK")
+        locker.close()
+        Thread.sleep(forTimeInterval: 2)
+        let pings = socket.messages.filter { $0.1.contains("WATCHDOG=1") }.map(\.0)
+        XCTAssertFalse(pings.contains { $0 > stuckFrom && $0 < stuckUntil }, "the watchdog was pinged while a loop was stuck")
+        XCTAssertTrue(pings.contains { $0 > stuckUntil }, "the watchdog pings did not resume")
+        service.requestStop()
+        XCTAssertEqual(finished.wait(timeout: .now() + 30), .success)
+    }
+}
