@@ -354,4 +354,36 @@ final class HandWrittenRowWireTests: XCTestCase {
         XCTAssertEqual(receiver.connections, 0, "a hand-written row reached the receiver")
         XCTAssertEqual(receiver.bytesReceived, 0)
     }
+
+    func testTricklingReceiverJobIsSettledWithinTheTotalTimeout() async throws {
+        let body = [UInt8](repeating: UInt8(ascii: "x"), count: 300)
+        let receiver = try await RawTCPServer.start(
+            script: .trickleBody(head: RawTCPServer.responseHead(contentLength: body.count), body: body, interval: 1))
+        servers = [receiver]
+        let id = try probe.enqueue(url: "http://127.0.0.1:\(receiver.port)/slow", queue: queue, maxAttempts: 1)
+
+        var http = HTTPDelivererConfiguration()
+        http.allowPrivateTargets = true
+        http.totalTimeout = 2
+        var logger = Logger(label: "test.wire")
+        logger.logLevel = .critical
+        let deliverer = HTTPDeliverer(configuration: http, logger: logger)
+        self.deliverer = deliverer
+        let pool = WorkerPool(
+            databaseURL: url,
+            configuration: WorkerConfiguration(
+                workerID: "wire-\(queue!)", queues: [queue], concurrency: 8, pollInterval: 0.1),
+            deliverer: deliverer, logger: logger)
+        let start = ContinuousClock.now
+        try pool.start()
+        self.pool = pool
+
+        // Total timeout 2 s + 5 s: before, the 300-byte trickle kept the job running for 300 s.
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 7), "still running after 7 s")
+        let elapsed = ContinuousClock.now - start
+        let job = try probe.job(id)
+        XCTAssertEqual(job.state, "dead")
+        XCTAssertTrue(job.lastError?.hasSuffix("timeout after 2 s") ?? false, String(describing: job.lastError))
+        XCTAssertLessThan(elapsed, .seconds(7))
+    }
 }
