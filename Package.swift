@@ -130,7 +130,7 @@ let package = Package(
         .testTarget(
             name: "RetryClientTests",
             dependencies: [
-                "RetryClient",
+                "RetryClient", "CourierTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),

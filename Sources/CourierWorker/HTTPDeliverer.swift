@@ -22,6 +22,10 @@ public struct HTTPDelivererConfiguration: Sendable {
     public var quickRetryDelay: Double = 0.1
     /// The `User-Agent` sent unless the job sets one.
     public var userAgent: String = "Courier/0.1"
+    /// Resolves target host names once per delivery when private targets are refused; the
+    /// connection then goes to a checked address (default ``SystemResolver``, `getaddrinfo`).
+    /// Not used when private targets are allowed: then AsyncHTTPClient resolves as usual.
+    public var resolver: any HostResolver = SystemResolver()
 
     /// The defaults above.
     public init() {}
@@ -33,26 +37,47 @@ public struct HTTPDelivererConfiguration: Sendable {
 /// process a couple of times. Any other failure ends the call and is classified for the
 /// queue, which schedules the durable retry or the dead letter (`JobTransition`).
 ///
-/// Non-global targets are refused after DNS resolution unless allowed. Every request carries
+/// Before anything touches the network the request is checked (``RequestValidation``: method,
+/// URL, port, header names and values); a violation is a permanent failure. Unless private
+/// targets are allowed, the host is resolved once with the configured ``HostResolver``, every
+/// address is checked (``TargetPolicy``), and the connection goes to the first checked address
+/// only (``OutboundRequest/connectAddress``), so a rebinding DNS answer cannot redirect it;
+/// the `Host` header, SNI and certificate checks keep the URL's host. Every request carries
 /// `courier-job-id` and `courier-attempt` (and, when signed, `webhook-id`, stable across
 /// retries) so receivers can deduplicate and trace.
 public final class HTTPDeliverer: Deliverer, Sendable {
-    private let transport: AsyncHTTPClientTransport
+    private let transport: any HTTPTransport
+    private let ownedTransport: AsyncHTTPClientTransport?
     private let configuration: HTTPDelivererConfiguration
     private let quickRetries: Interceptor
     private let logger: Logger
 
     /// Creates a deliverer with its own HTTP client; call `shutdown()` when done.
-    public init(configuration: HTTPDelivererConfiguration, logger: Logger) {
-        self.configuration = configuration
-        self.logger = logger
+    public convenience init(configuration: HTTPDelivererConfiguration, logger: Logger) {
         var transportConfiguration = AsyncHTTPClientTransport.Configuration()
         transportConfiguration.connectTimeout = .milliseconds(Int64(configuration.connectTimeout * 1000))
         transportConfiguration.totalTimeout = .milliseconds(Int64(configuration.totalTimeout * 1000))
         transportConfiguration.maximumExcerptBytes = configuration.maximumExcerptBytes
         transportConfiguration.maximumConnectionsPerHost = configuration.maximumConnectionsPerHost
         transportConfiguration.followRedirects = false
-        transport = AsyncHTTPClientTransport(configuration: transportConfiguration)
+        let transport = AsyncHTTPClientTransport(configuration: transportConfiguration)
+        self.init(configuration: configuration, transport: transport, ownedTransport: transport, logger: logger)
+    }
+
+    /// Creates a deliverer that sends through `transport` (tests: a transport that records or
+    /// refuses); `shutdown()` leaves it alone.
+    public convenience init(configuration: HTTPDelivererConfiguration, transport: any HTTPTransport, logger: Logger) {
+        self.init(configuration: configuration, transport: transport, ownedTransport: nil, logger: logger)
+    }
+
+    private init(
+        configuration: HTTPDelivererConfiguration, transport: any HTTPTransport,
+        ownedTransport: AsyncHTTPClientTransport?, logger: Logger
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        self.transport = transport
+        self.ownedTransport = ownedTransport
         quickRetries = Interceptor(retriers: [
             RetryPolicy(
                 retryLimit: configuration.quickRetries,
@@ -64,21 +89,24 @@ public final class HTTPDeliverer: Deliverer, Sendable {
 
     /// Closes the client's connections.
     public func shutdown() {
-        try? transport.syncShutdown()
+        try? ownedTransport?.syncShutdown()
     }
 
     public func deliver(_ job: ClaimedJob) async -> DeliveryReport {
+        var request = makeRequest(job)
+        let host: String
+        do {
+            host = try request.validate().host
+        } catch {
+            return DeliveryReport(
+                result: .permanent(status: nil, error: "invalid request: \(error)"), responseExcerpt: nil)
+        }
         if !configuration.allowPrivateTargets {
-            do {
-                if let address = try await resolveNonGlobal(job.host) {
-                    return DeliveryReport(
-                        result: .permanent(
-                            status: nil,
-                            error: "refused private target: \(job.host) resolves to \(address) (allow with --allow-private-targets)"),
-                        responseExcerpt: nil)
-                }
-            } catch {
-                return DeliveryReport(result: .retryable(status: nil, error: "\(error)", retryAfter: nil), responseExcerpt: nil)
+            switch await checkedAddress(of: host) {
+            case .success(let address):
+                request.connectAddress = address
+            case .failure(let refusal):
+                return DeliveryReport(result: refusal.result, responseExcerpt: nil)
             }
         }
         var adapters: [any RequestAdapter] = []
@@ -93,7 +121,7 @@ public final class HTTPDeliverer: Deliverer, Sendable {
             transport: transport,
             interceptor: Interceptor(adapters: adapters, retriers: quickRetries.retriers),
             maximumInProcessDelay: .seconds(1), logger: logger)
-        let outcome = await client.send(makeRequest(job))
+        let outcome = await client.send(request)
         switch outcome {
         case .delivered(let response, _):
             return DeliveryReport(result: .delivered(status: response.status), responseExcerpt: Self.excerpt(response))
@@ -109,13 +137,34 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         }
     }
 
-    private func resolveNonGlobal(_ host: String) async throws -> String? {
-        // getaddrinfo blocks: keep it off the async executor's few threads.
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result { try TargetPolicy.firstNonGlobalAddress(of: host) })
-            }
+    private struct Refusal: Error {
+        var result: DeliveryResult
+    }
+
+    /// The address to connect to for `host`: the literal itself, or the first address of one
+    /// resolution when every address it returned is global. `nil` connects as the URL says
+    /// (an IP literal needs no pinning).
+    private func checkedAddress(of host: String) async -> Result<String?, Refusal> {
+        func refuse(_ address: IPAddress) -> Result<String?, Refusal> {
+            .failure(Refusal(result: .permanent(
+                status: nil,
+                error: "refused private target: \(host) resolves to \(address) (allow with --allow-private-targets)")))
         }
+        if let literal = IPAddress(host) {
+            return literal.isGlobal ? .success(nil) : refuse(literal)
+        }
+        let addresses: [IPAddress]
+        do {
+            addresses = try await configuration.resolver.resolve(host)
+        } catch {
+            return .failure(Refusal(result: .retryable(status: nil, error: "\(error)", retryAfter: nil)))
+        }
+        guard let first = addresses.first else {
+            return .failure(Refusal(result: .retryable(
+                status: nil, error: "DNS lookup of \(host) returned no address", retryAfter: nil)))
+        }
+        if let bad = TargetPolicy.firstNonGlobal(addresses) { return refuse(bad) }
+        return .success(first.description)
     }
 
     private func makeRequest(_ job: ClaimedJob) -> OutboundRequest {

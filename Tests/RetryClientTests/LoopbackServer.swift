@@ -18,6 +18,7 @@ final class LoopbackServer: @unchecked Sendable {
     private let lock = NSLock()
     // Guarded by `lock`.
     private var seenPaths: [String] = []
+    private var seenHosts: [String] = []
 
     /// The port the server listens on.
     let port: Int
@@ -59,8 +60,14 @@ final class LoopbackServer: @unchecked Sendable {
     /// The paths of every request head received, in order.
     var paths: [String] { lock.withLock { seenPaths } }
 
-    fileprivate func record(_ path: String) {
-        lock.withLock { seenPaths.append(path) }
+    /// The `Host` header of every request head received, in order.
+    var hosts: [String] { lock.withLock { seenHosts } }
+
+    fileprivate func record(_ path: String, host: String) {
+        lock.withLock {
+            seenPaths.append(path)
+            seenHosts.append(host)
+        }
     }
 
     /// Stops listening; open connections are left to their clients.
@@ -77,7 +84,7 @@ private final class PathRecorder: @unchecked Sendable {
         get { lock.withLock { _server } }
         set { lock.withLock { _server = newValue } }
     }
-    func record(_ path: String) { server?.record(path) }
+    func record(_ path: String, host: String) { server?.record(path, host: host) }
 }
 
 private final class BehaviourHandler: ChannelInboundHandler {
@@ -95,7 +102,7 @@ private final class BehaviourHandler: ChannelInboundHandler {
         switch unwrapInboundIn(data) {
         case .head(let head):
             path = head.uri
-            recorder.record(head.uri)
+            recorder.record(head.uri, host: head.headers.first(name: "host") ?? "")
             if path == "/reset" {
                 // On the event loop this takes effect at once; SO_LINGER 0 makes close send RST.
                 _ = (context.channel as? any SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0))

@@ -14,6 +14,12 @@ public struct OutboundRequest: Sendable, Equatable {
     /// The total time allowed for this request; `nil` uses the transport's default
     /// (30 s for ``AsyncHTTPClientTransport``).
     public var timeout: Duration?
+    /// The IP address to connect to instead of resolving the URL's host, or `nil` to resolve.
+    ///
+    /// Set it to an address that was resolved and checked once, so a second, different DNS
+    /// answer (rebinding) cannot redirect the connection. The `Host` header, TLS SNI and
+    /// certificate verification still use the URL's host.
+    public var connectAddress: String?
 
     /// Creates a request.
     ///
@@ -23,17 +29,20 @@ public struct OutboundRequest: Sendable, Equatable {
     ///   - headers: Header fields. Defaults to none.
     ///   - body: Body bytes. Defaults to none.
     ///   - timeout: Total time for the request. Defaults to the transport's default.
+    ///   - connectAddress: A checked IP address to connect to. Defaults to resolving the host.
     public init(
         method: String = "POST",
         url: String,
         headers: HeaderFields = [:],
         body: [UInt8]? = nil,
-        timeout: Duration? = nil
+        timeout: Duration? = nil,
+        connectAddress: String? = nil
     ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.timeout = timeout
+        self.connectAddress = connectAddress
     }
 }

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -39,6 +40,12 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         /// tracer (swift-distributed-tracing). Default `false`: even the no-op tracer costs a
         /// few percent of the CPU of a busy sender, and the caller sees every attempt anyway.
         public var tracesRequests: Bool = false
+        /// The bounds every request is checked against before it is sent (``RequestValidation``).
+        public var requestLimits: RequestLimits = .init()
+        /// Most `HTTPClient`s kept for requests with a ``OutboundRequest/connectAddress``, one
+        /// per (host, address) pair, each with its own connection pool; the least recently used
+        /// one is closed beyond this. Default 256.
+        public var maximumPinnedClients: Int = 256
 
         /// Creates the default configuration; change fields afterwards.
         public init() {}
@@ -47,6 +54,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// The configuration this transport was created with.
     public let configuration: Configuration
     private let client: HTTPClient
+    private let pinnedClients: PinnedClientCache
     private let logger: Logger?
 
     /// Creates a transport with its own pooled `HTTPClient` on the shared NIO event loop group.
@@ -60,34 +68,59 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     public init(configuration: Configuration = .init(), logger: Logger? = nil) {
         self.configuration = configuration
         self.logger = logger
-        var ahc = HTTPClient.Configuration()
-        ahc.redirectConfiguration = configuration.followRedirects ? .follow(max: 5, allowCycles: false) : .disallow
-        ahc.timeout = .init(
-            connect: TimeAmount(configuration.connectTimeout),
-            read: TimeAmount(configuration.totalTimeout)
-        )
-        ahc.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = configuration.maximumConnectionsPerHost
-        ahc.connectionPool.retryConnectionEstablishment = configuration.retryConnectionEstablishment
-        ahc.decompression = .disabled
-        if !configuration.tracesRequests { ahc.tracing.tracer = nil }
-        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: ahc)
+        let makeClient: @Sendable ([String: String]) -> HTTPClient = { dnsOverride in
+            var ahc = HTTPClient.Configuration()
+            ahc.redirectConfiguration = configuration.followRedirects ? .follow(max: 5, allowCycles: false) : .disallow
+            ahc.timeout = .init(
+                connect: TimeAmount(configuration.connectTimeout),
+                read: TimeAmount(configuration.totalTimeout)
+            )
+            ahc.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = configuration.maximumConnectionsPerHost
+            ahc.connectionPool.retryConnectionEstablishment = configuration.retryConnectionEstablishment
+            ahc.decompression = .disabled
+            ahc.dnsOverride = dnsOverride
+            if !configuration.tracesRequests { ahc.tracing.tracer = nil }
+            return HTTPClient(eventLoopGroupProvider: .singleton, configuration: ahc)
+        }
+        self.client = makeClient([:])
+        self.pinnedClients = PinnedClientCache(capacity: configuration.maximumPinnedClients, makeClient: makeClient)
     }
+
+    /// The number of clients currently kept for pinned addresses (for tests and metrics).
+    public var pinnedClientCount: Int { pinnedClients.count }
 
     /// Closes the pool; call once before the transport is released.
     public func shutdown() async throws {
+        try await pinnedClients.shutdown()
         try await client.shutdown()
     }
 
     /// Closes the pool, blocking the calling thread; never call it on an event loop.
     public func syncShutdown() throws {
+        try pinnedClients.syncShutdown()
         try client.syncShutdown()
     }
 
     /// Sends `request` once and returns the status, headers and at most
     /// ``Configuration/maximumExcerptBytes`` of the body.
     ///
-    /// - Throws: ``TransportError`` classified from the AsyncHTTPClient or NIO error.
+    /// The request is checked first (``RequestValidation``): one that could be misread on the
+    /// wire or crash the HTTP stack never reaches it. One deadline, the request's
+    /// ``OutboundRequest/timeout`` or ``Configuration/totalTimeout``, covers connecting, TLS, the
+    /// response head and reading the excerpt, so a receiver that trickles its body is cut off
+    /// like a silent one. With a ``OutboundRequest/connectAddress`` the connection goes to that
+    /// address and nowhere else.
+    ///
+    /// - Throws: ``TransportError`` classified from the AsyncHTTPClient or NIO error;
+    ///   ``TransportError/Kind/invalidRequest`` for a request that fails validation and
+    ///   ``TransportError/Kind/readTimeout`` when the deadline passes.
     public func send(_ request: OutboundRequest) async throws -> HTTPResponseSummary {
+        let host: String
+        do {
+            host = try request.validate(limits: configuration.requestLimits).host
+        } catch let error as RequestValidationError {
+            throw TransportError(kind: .invalidRequest, message: "invalid request: \(error)")
+        }
         var outgoing = HTTPClientRequest(url: request.url)
         outgoing.method = HTTPMethod(rawValue: request.method.uppercased())
         for field in request.headers {
@@ -97,22 +130,60 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             outgoing.body = .bytes(body)
         }
         let timeout = request.timeout ?? configuration.totalTimeout
-        let deadline = NIODeadline.now() + TimeAmount(timeout)
+        let client: HTTPClient
+        var lease: PinnedClientCache.Lease?
+        if let address = request.connectAddress {
+            // AsyncHTTPClient keys its DNS override by the URL's host as Foundation reads it.
+            let urlHost = URL(string: request.url)?.host ?? host
+            let pinned = try pinnedClients.acquire(host: urlHost, address: address)
+            lease = pinned
+            client = pinned.client
+        } else {
+            client = self.client
+        }
+        defer { if let lease { pinnedClients.release(lease) } }
+        let limit = configuration.maximumExcerptBytes
+        let logger = self.logger
+        let prepared = outgoing
         do {
-            let response = try await client.execute(outgoing, deadline: deadline, logger: logger)
-            let (excerpt, truncated) = try await Self.readExcerpt(
-                of: response.body,
-                limit: configuration.maximumExcerptBytes
-            )
-            return HTTPResponseSummary(
-                status: Int(response.status.code),
-                reason: response.status.reasonPhrase,
-                headers: HeaderFields(response.headers.map { ($0.name, $0.value) }),
-                bodyExcerpt: excerpt,
-                bodyTruncated: truncated
-            )
+            return try await Self.withDeadline(timeout) {
+                let deadline = NIODeadline.now() + TimeAmount(timeout)
+                let response = try await client.execute(prepared, deadline: deadline, logger: logger)
+                let (excerpt, truncated) = try await Self.readExcerpt(of: response.body, limit: limit)
+                return HTTPResponseSummary(
+                    status: Int(response.status.code),
+                    reason: response.status.reasonPhrase,
+                    headers: HeaderFields(response.headers.map { ($0.name, $0.value) }),
+                    bodyExcerpt: excerpt,
+                    bodyTruncated: truncated
+                )
+            }
         } catch {
             throw Self.classify(error)
+        }
+    }
+
+    /// Runs `operation` and cancels it when `timeout` has passed, throwing a
+    /// ``TransportError/Kind/readTimeout``: AsyncHTTPClient's own deadline ends at the response
+    /// head, and its read timeout is reset by every byte, so neither stops a trickling body.
+    static func withDeadline<T: Sendable>(
+        _ timeout: Duration,
+        _ operation: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let deadline = ContinuousClock.now + timeout
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await operation() }
+            group.addTask {
+                try await Task.sleep(until: deadline, clock: .continuous)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else {
+                throw TransportError(
+                    kind: .readTimeout,
+                    message: "no complete response within \(timeout) (connect, TLS, head and body excerpt)")
+            }
+            return value
         }
     }
 

@@ -1,0 +1,219 @@
+import Foundation
+
+/// Why a request must not be written to the wire.
+///
+/// A request that fails these checks would be rejected by the receiver at best and, at worst,
+/// be misread by it (a CR LF in the method or a header value splits one request into two) or
+/// trip a precondition in the HTTP stack (a port above 65535, a non-ASCII header name). It can
+/// never succeed later, so callers treat it as permanent.
+public struct RequestValidationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Which part of the request is wrong; stable, suitable as a metric label.
+    public enum Field: String, Sendable, Equatable, CaseIterable {
+        case method, url, headers, connectAddress
+    }
+
+    /// The part of the request that is wrong.
+    public var field: Field
+    /// One line naming the problem; never echoes control characters.
+    public var message: String
+
+    /// Creates an error.
+    public init(field: Field, message: String) {
+        self.field = field
+        self.message = message
+    }
+
+    /// `"method: ..."`.
+    public var description: String { "\(field.rawValue): \(message)" }
+}
+
+/// The bounds ``RequestValidation`` applies besides the syntax rules.
+public struct RequestLimits: Sendable, Equatable {
+    /// Longest method name in bytes. Default 32.
+    public var maximumMethodBytes: Int = 32
+    /// Longest URL in bytes. Default 16,384.
+    public var maximumURLBytes: Int = 16_384
+    /// Most header fields. Default 128 (Courier's enqueue allows 64, the worker adds a few).
+    public var maximumHeaderCount: Int = 128
+    /// Most bytes of all header names and values together. Default 1 MiB.
+    public var maximumHeaderBytes: Int = 1 << 20
+
+    /// The defaults above.
+    public init() {}
+}
+
+/// The pure checks a request passes right before it is written: the last line of defence
+/// against rows that bypassed the producer-side validation.
+///
+/// - The method is an RFC 9110 token (`1*tchar`).
+/// - The URL is `http` or `https`, has no spaces, control characters or non-ASCII bytes, has a
+///   host, and its port (when written) is 1-65535. Foundation must read the same host and port,
+///   so a parser differential cannot send the request elsewhere.
+/// - Header names are tokens; values contain no control character other than HTAB (so no CR,
+///   LF or NUL); obs-text (bytes 0x80-0xFF) is allowed. Count and total size are bounded.
+/// - A ``OutboundRequest/connectAddress`` is an IPv4 or IPv6 literal.
+public enum RequestValidation {
+    /// Throws the first problem of `request`; returns the URL's scheme, host and port when it
+    /// may be sent.
+    @discardableResult
+    public static func validate(
+        _ request: OutboundRequest, limits: RequestLimits = .init()
+    ) throws -> (scheme: String, host: String, port: Int) {
+        try validate(method: request.method, limits: limits)
+        let target = try target(ofURL: request.url, limits: limits)
+        try validate(headers: request.headers, limits: limits)
+        if let address = request.connectAddress, !isIPLiteral(address) {
+            throw RequestValidationError(
+                field: .connectAddress, message: "\(printable(address)) is not an IP address")
+        }
+        return target
+    }
+
+    /// Throws unless `method` is a token of at most `limits.maximumMethodBytes` bytes.
+    public static func validate(method: String, limits: RequestLimits = .init()) throws {
+        let bytes = Array(method.utf8)
+        guard !bytes.isEmpty else {
+            throw RequestValidationError(field: .method, message: "is empty")
+        }
+        guard bytes.count <= limits.maximumMethodBytes else {
+            throw RequestValidationError(
+                field: .method, message: "is longer than \(limits.maximumMethodBytes) bytes")
+        }
+        guard bytes.allSatisfy(isTokenByte) else {
+            throw RequestValidationError(
+                field: .method, message: "\(printable(method)) is not an HTTP token (no spaces, CR, LF or separators)")
+        }
+    }
+
+    /// The scheme, host (brackets removed, as written) and port of `url`, or the problem.
+    public static func target(
+        ofURL url: String, limits: RequestLimits = .init()
+    ) throws -> (scheme: String, host: String, port: Int) {
+        func fail(_ message: String) -> RequestValidationError {
+            RequestValidationError(field: .url, message: message)
+        }
+        let bytes = Array(url.utf8)
+        guard bytes.count <= limits.maximumURLBytes else {
+            throw fail("is longer than \(limits.maximumURLBytes) bytes")
+        }
+        guard bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw fail("contains a space, a control character or a non-ASCII byte")
+        }
+        guard let separator = url.range(of: "://") else {
+            throw fail("\(printable(url)) is not an absolute http or https URL")
+        }
+        let scheme = url[..<separator.lowerBound].lowercased()
+        guard scheme == "http" || scheme == "https" else {
+            throw fail("scheme \(printable(scheme)) is not http or https")
+        }
+        let rest = url[separator.upperBound...]
+        var authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if let at = authority.lastIndex(of: "@") {
+            authority = authority[authority.index(after: at)...]
+        }
+        let host: Substring
+        var portText: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { throw fail("has an unclosed IPv6 literal") }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { throw fail("has text after the IPv6 literal") }
+                portText = after.dropFirst()
+            }
+            guard isIPLiteral(String(host)) else { throw fail("has an invalid IPv6 literal") }
+        } else if let colon = authority.firstIndex(of: ":") {
+            host = authority[..<colon]
+            portText = authority[authority.index(after: colon)...]
+        } else {
+            host = authority
+        }
+        guard !host.isEmpty else { throw fail("has no host") }
+        let defaultPort = scheme == "https" ? 443 : 80
+        var port = defaultPort
+        if let portText {
+            guard (1...5).contains(portText.count), portText.allSatisfy({ $0.isASCII && $0.isNumber }),
+                let value = Int(portText), (1...65_535).contains(value)
+            else {
+                throw fail("port \(printable(String(portText.prefix(20)))) is not 1-65535")
+            }
+            port = value
+        }
+        // The HTTP stack parses the URL with Foundation: it must see the very same target.
+        guard let parsed = URL(string: url), let parsedHost = parsed.host, !parsedHost.isEmpty else {
+            throw fail("\(printable(url)) does not parse")
+        }
+        let trimmed = parsedHost.hasPrefix("[") && parsedHost.hasSuffix("]")
+            ? String(parsedHost.dropFirst().dropLast()) : parsedHost
+        guard trimmed.lowercased() == host.lowercased(), (parsed.port ?? defaultPort) == port else {
+            throw fail("host or port is ambiguous")
+        }
+        return (scheme, String(host), port)
+    }
+
+    /// Throws unless every name is a token and every value is free of control characters,
+    /// within the count and size bounds.
+    public static func validate(headers: HeaderFields, limits: RequestLimits = .init()) throws {
+        guard headers.count <= limits.maximumHeaderCount else {
+            throw RequestValidationError(
+                field: .headers, message: "\(headers.count) fields, more than \(limits.maximumHeaderCount)")
+        }
+        var total = 0
+        for field in headers {
+            let name = Array(field.name.utf8)
+            guard !name.isEmpty, name.allSatisfy(isTokenByte) else {
+                throw RequestValidationError(
+                    field: .headers, message: "\(printable(field.name)) is not a legal header name (ASCII token)")
+            }
+            guard field.value.utf8.allSatisfy(isFieldValueByte) else {
+                throw RequestValidationError(
+                    field: .headers,
+                    message: "the value of \(field.name) contains CR, LF, NUL or another control character")
+            }
+            total += name.count + field.value.utf8.count
+            guard total <= limits.maximumHeaderBytes else {
+                throw RequestValidationError(
+                    field: .headers, message: "more than \(limits.maximumHeaderBytes) bytes of header fields")
+            }
+        }
+    }
+
+    /// `tchar` of RFC 9110 §5.6.2.
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "A")...UInt8(ascii: "Z"):
+            return true
+        default:
+            return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        }
+    }
+
+    /// `field-vchar / SP / HTAB` of RFC 9110 §5.5, obs-text included.
+    static func isFieldValueByte(_ byte: UInt8) -> Bool {
+        byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
+    }
+
+    /// Whether `text` is an IPv4 or IPv6 address literal (no brackets, no zone).
+    public static func isIPLiteral(_ text: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return text.withCString { inet_pton(AF_INET, $0, &v4) == 1 || inet_pton(AF_INET6, $0, &v6) == 1 }
+    }
+
+    /// `text` with control characters replaced, cut to 100 characters, for error messages.
+    static func printable(_ text: String) -> String {
+        let cleaned = String(
+            text.unicodeScalars.prefix(100).map { $0.properties.generalCategory == .control ? "?" : Character($0) })
+        return "'" + cleaned + (text.unicodeScalars.count > 100 ? "…" : "") + "'"
+    }
+}
+
+extension OutboundRequest {
+    /// Throws a ``RequestValidationError`` when this request must not be sent; see
+    /// ``RequestValidation``. Returns the URL's scheme, host (as written, without brackets) and port.
+    @discardableResult
+    public func validate(limits: RequestLimits = .init()) throws -> (scheme: String, host: String, port: Int) {
+        try RequestValidation.validate(self, limits: limits)
+    }
+}
