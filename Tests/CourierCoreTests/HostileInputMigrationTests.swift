@@ -95,9 +95,8 @@ final class HostileInputMigrationTests: XCTestCase {
             0, "every constraint is validated")
     }
 
-    func testMigrationIsTheLastEmbeddedFileAndTheRolesSurviveARerun() throws {
-        // Roles are cluster-wide: migrating a second database finds them and goes on.
-        XCTAssertEqual(EmbeddedMigrations.all.last?.fileName, "0004_hostile_input.sql")
+    func testConcurrentMigrationsOfSeveralDatabasesShareTheRoles() throws {
+        // Roles are cluster-wide: each database's migration finds them (or creates them) and goes on.
         let urls = try (0..<3).map { _ in try TestDatabase.createEmpty(label: "roles") }
         defer { urls.forEach(TestDatabase.drop) }
         let failures = ResultCollector()
@@ -111,6 +110,49 @@ final class HostileInputMigrationTests: XCTestCase {
             }
         }
         XCTAssertEqual(failures.all, [])
+    }
+
+    func testRoleCreationToleratesAnotherDatabaseCreatingTheRoleFirst() throws {
+        // The race of two databases migrated at once, made deterministic: the migration's own
+        // role block (with a test role's name) runs in a transaction that has not committed yet
+        // while a second connection runs it too; the second waits for the first, then must see
+        // the role as created rather than fail.
+        let migration = try XCTUnwrap(EmbeddedMigrations.all.first { $0.fileName == "0004_hostile_input.sql" })
+        let start = try XCTUnwrap(migration.sql.range(of: "DO $$\nDECLARE\n    wanted text;"))
+        let end = try XCTUnwrap(migration.sql.range(of: "END;\n$$;", range: start.upperBound..<migration.sql.endIndex))
+        let role = "courier_test_race_\(UInt32.random(in: 0...UInt32.max))"
+        let block = String(migration.sql[start.lowerBound..<end.upperBound]).replacingOccurrences(
+            of: "ARRAY['courier_producer', 'courier_worker', 'courier_operator']", with: "ARRAY['\(role)']")
+        XCTAssertTrue(block.contains(role))
+        let server = try TestDatabase.serverURL()
+        let first = try PostgresConnection(server)
+        let second = try PostgresConnection(server)
+        defer {
+            first.close()
+            second.close()
+            if let admin = try? PostgresConnection(server) {
+                _ = try? admin.simpleQuery("DROP ROLE IF EXISTS \(role)")
+                admin.close()
+            }
+        }
+        try first.simpleQuery("BEGIN")
+        try first.simpleQuery(block)
+        let done = DispatchSemaphore(value: 0)
+        let outcome = ResultCollector()
+        DispatchQueue.global().async {
+            do {
+                try second.simpleQuery(block)
+                outcome.add("ok")
+            } catch {
+                outcome.add("\(error)")
+            }
+            done.signal()
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 1), .timedOut, "the second CREATE ROLE should wait for the first")
+        try first.simpleQuery("COMMIT")
+        XCTAssertEqual(done.wait(timeout: .now() + 30), .success)
+        XCTAssertEqual(outcome.all, ["ok"])
+        XCTAssertEqual(try first.query("SELECT count(*) FROM pg_roles WHERE rolname = $1", [role])[0].decode(0, as: Int.self), 1)
     }
 }
 
