@@ -640,7 +640,8 @@ GRANT SELECT ON courier.job_status, courier.queue_stats TO courier_producer;
 GRANT SELECT, DELETE ON courier.jobs TO courier_worker;
 GRANT UPDATE (state, attempt, run_at, finished_at, locked_by, locked_until, updated_at, last_status, last_error)
     ON courier.jobs TO courier_worker;
-GRANT INSERT ON courier.attempts TO courier_worker;
+-- SELECT: recording an outcome checks for an attempt row already written (a retried write).
+GRANT SELECT, INSERT ON courier.attempts TO courier_worker;
 GRANT SELECT ON courier.queues, courier.schema_migrations TO courier_worker;
 
 -- Operator: every statement of the admin CLI (enqueue, bulk enqueue through a temporary table,

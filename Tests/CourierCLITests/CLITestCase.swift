@@ -50,6 +50,16 @@ class CLITestCase: XCTestCase {
                 try connection.simpleQuery("ALTER TABLE \(table) DROP CONSTRAINT \(quoted)")
             }
         }
+        // The row checks that are triggers (url, method, headers) go too; the wake-up stays.
+        let triggers = try connection.query(
+            """
+            SELECT tgname FROM pg_trigger
+            WHERE tgrelid = 'courier.jobs'::regclass AND NOT tgisinternal AND tgname <> 'jobs_notify_inserted'
+            """
+        ).rows.map { try $0.decode(0, as: String.self) }
+        for name in triggers {
+            try connection.simpleQuery("DROP TRIGGER \(try connection.quoteIdentifier(name)) ON courier.jobs")
+        }
     }
 
     /// Inserts a job directly in `state` (finished states get finished_at) and returns its id.

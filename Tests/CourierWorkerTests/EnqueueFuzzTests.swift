@@ -35,29 +35,49 @@ final class EnqueueFuzzTests: XCTestCase {
         var description: String { "\(method) \(url.debugDescription) headers \(headers) run_at \(runAt) schedule \(schedule) max \(maxAttempts.map(String.init) ?? "nil")" }
     }
 
+    /// A row that is valid in every field, then, for about half the rows, one or two fields
+    /// replaced by an edge value (some valid, most not).
     private func makeRow(_ random: inout SplitMix, port: Int) -> Row {
         func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
-        let path = pick(["/ok", "/ok", "/ok", "/fail", "/gone", "/ok?token=s3cret-fuzz", "/a%20b", "/ünï"])
-        let host = pick([
-            "127.0.0.1:\(port)", "127.0.0.1:\(port)", "localhost:\(port)", "[::1]:\(port)",
-            "[::ffff:127.0.0.1]:\(port)", "[::127.0.0.1]:\(port)", "[2002:7f00:1::]:\(port)", "[fec0::1]:\(port)",
-            "[64:ff9b::7f00:1]:\(port)", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:99999", "127.0.0.1:1",
-            "127.0.0.1", "bad host", "",
-        ])
-        let scheme = pick(["http://", "http://", "http://", "https://", "ftp://", "HTTP://", ""])
-        let tail = pick(["", "", "", " trailing", "\r\nX-Injected: 1", "#frag", "\u{7f}"])
-        let method = pick(["POST", "POST", "GET", "PUT", "PATCH", "DELETE", "post", "BREW", "PO ST", "GET\r\nX: y", "", "G\u{0}T"])
-        let headers = pick([
-            #"{}"#, #"{"X-Tenant": "acme"}"#, #"{"X-Ünï": "1"}"#, #"{"X-A": "line\r\nX-B: 2"}"#, #"{"X-A": 1}"#,
-            #"{"X-A": null}"#, #""x""#, "null", "[]", #"{"Content-Length": "5"}"#, #"{"bad name": "x"}"#,
-            #"{"X-Api-Credential": "s3cret-fuzz"}"#, #"{"X-Long": "\#(String(repeating: "v", count: 9000))"}"#,
-        ])
-        let runAt = pick(["now", "now", "now", "infinity", "-infinity", "future", "past", "epoch", "300000-01-01"])
-        // Short schedules, so every accepted job settles within the test; the rest are edges.
-        let schedule = pick(["{1 second}", "{1 second}", "{0 seconds}", "{1000000 years}", "{-1 seconds}", "{40 days}"])
-        let maxAttempts: Int? = pick([nil, 1, 2, 3, 0, 1001, Int(Int32.max)])
-        return Row(url: scheme + host + path + tail, method: method, headers: headers, runAt: runAt,
-                   schedule: schedule, maxAttempts: maxAttempts)
+        let validHosts = [
+            "127.0.0.1:\(port)", "localhost:\(port)", "[::1]:\(port)", "[::ffff:127.0.0.1]:\(port)",
+        ]
+        let edgeHosts = [
+            "[::127.0.0.1]:\(port)", "[2002:7f00:1::]:\(port)", "[fec0::1]:\(port)", "[64:ff9b::7f00:1]:\(port)",
+            "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:99999", "127.0.0.1:1", "127.0.0.1", "bad host", "",
+            "user:pw@127.0.0.1:\(port)",
+        ]
+        let paths = ["/ok", "/ok", "/fail", "/gone", "/ok?token=s3cret-fuzz"]
+        var row = Row(
+            url: "http://" + pick(validHosts) + pick(paths), method: pick(["POST", "GET", "PUT", "PATCH", "DELETE"]),
+            headers: pick([#"{}"#, #"{"X-Tenant": "acme"}"#, #"{"X-Api-Credential": "s3cret-fuzz"}"#]),
+            runAt: pick(["now", "past", "epoch"]), schedule: "{1 second}", maxAttempts: pick([nil, 1, 2, 3]))
+        let mutations = pick([0, 0, 0, 0, 1, 1, 1, 1, 2, 2])
+        for _ in 0..<mutations {
+            switch pick(["url", "host", "method", "headers", "runAt", "schedule", "maxAttempts"]) {
+            case "url":
+                let scheme = pick(["https://", "ftp://", "HTTP://", ""])
+                let tail = pick(["", " trailing", "\r\nX-Injected: 1", "#frag", "\u{7f}", "/ünï", "/a%20b"])
+                row.url = scheme + pick(validHosts) + pick(paths) + tail
+            case "host":
+                row.url = "http://" + pick(edgeHosts) + pick(paths)
+            case "method":
+                row.method = pick(["post", "BREW", "PO ST", "GET\r\nX: y", "", "G\u{0}T", "GET / HTTP/1.1\r\n\r\nPOST"])
+            case "headers":
+                row.headers = pick([
+                    #"{"X-Ünï": "1"}"#, #"{"X-A": "line\r\nX-B: 2"}"#, #"{"X-A": 1}"#, #"{"X-A": null}"#, #""x""#,
+                    "null", "[]", #"{"Content-Length": "5"}"#, #"{"bad name": "x"}"#,
+                    #"{"X-Long": "\#(String(repeating: "v", count: 9000))"}"#, #"{"X-Ok": "caf\u00e9"}"#,
+                ])
+            case "runAt":
+                row.runAt = pick(["infinity", "-infinity", "future", "300000-01-01", "4713-01-01 BC"])
+            case "schedule":
+                row.schedule = pick(["{0 seconds}", "{1000000 years}", "{-1 seconds}", "{40 days}", "{}", "{NULL}"])
+            default:
+                row.maxAttempts = pick([0, 1001, Int(Int32.max), -1])
+            }
+        }
+        return row
     }
 
     func testGeneratedRowsAreRefusedCleanlyOrSettleWithAReason() async throws {
