@@ -61,6 +61,7 @@ let package = Package(
                 .embedInCode("Migrations/0001_init.sql"),
                 .embedInCode("Migrations/0002_job_problem.sql"),
                 .embedInCode("Migrations/0003_cheaper_queue_check.sql"),
+                .embedInCode("Migrations/0004_hostile_input.sql"),
             ],
             swiftSettings: strict
         ),

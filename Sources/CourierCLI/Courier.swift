@@ -1,4 +1,5 @@
 import ArgumentParser
+import CourierCore
 
 /// The root `courier` command.
 public struct Courier: AsyncParsableCommand {
@@ -6,8 +7,11 @@ public struct Courier: AsyncParsableCommand {
         commandName: "courier",
         abstract: "A durable queue of outbound HTTP jobs (webhooks) in PostgreSQL.",
         discussion: """
-            The database comes from --database-url, else COURIER_DATABASE_URL, else libpq's PG*
-            variables. Exit codes: 0 ok, 1 failure, 2 usage error or invalid input, 3 not found.
+            The database comes from --database-url, else COURIER_DATABASE_URL,
+            else libpq's PG* variables. Exit codes: 0 ok, 1 failure, 2 usage error
+            or invalid input, 3 not found.
+
+            Help on any command: courier help <command>, or courier <command> --help.
 
             Examples:
               courier migrate
@@ -17,6 +21,7 @@ public struct Courier: AsyncParsableCommand {
               courier dead requeue --all --queue billing
               courier stats --watch
             """,
+        version: CourierVersion.text,
         subcommands: [
             MigrateCommand.self, EnqueueCommand.self, WorkerCommand.self, JobsCommand.self, DeadCommand.self,
             QueuesCommand.self, StatsCommand.self, PurgeCommand.self, DemoCommand.self, BenchCommand.self,
@@ -24,4 +29,30 @@ public struct Courier: AsyncParsableCommand {
     )
 
     public init() {}
+}
+
+/// The version of `courier`, as `courier --version` prints it.
+public enum CourierVersion {
+    /// The release of this build (one constant, bumped at release).
+    public static let number = "0.1.0"
+
+    /// The schema version this build expects: the highest embedded migration number.
+    public static var schema: Int { EmbeddedMigrations.all.map(\.version).max() ?? 0 }
+
+    /// `courier 0.1.0 (schema 3)`.
+    public static var text: String { "courier \(number) (schema \(schema))" }
+}
+
+extension Courier {
+    /// Every command path below `courier` (`["jobs"]`, `["jobs", "list"]`, ...), read from the
+    /// command configuration, so a test can run each one's `--help` and none is forgotten.
+    public static var allCommandPaths: [[String]] {
+        func walk(_ command: any ParsableCommand.Type, _ path: [String]) -> [[String]] {
+            command.configuration.subcommands.flatMap { sub -> [[String]] in
+                let name = sub.configuration.commandName ?? sub._commandName
+                return [path + [name]] + walk(sub, path + [name])
+            }
+        }
+        return walk(Courier.self, [])
+    }
 }

@@ -236,7 +236,7 @@ final class ClaimLoop: @unchecked Sendable {
             }
             logger.warning(
                 "statement failed in claim loop; retrying after a delay",
-                metadata: ["statement": "\(statement.name)", "error": "\(error)"])
+                metadata: ["statement": "\(statement.name)", "error": "\(Self.loggable(error))"])
             return .failed(statement, connection: broken)
         }
     }
@@ -309,6 +309,17 @@ final class ClaimLoop: @unchecked Sendable {
         return AttemptRecord(
             jobID: job.id, attempt: job.attempt, transition: transition, result: result, startedAt: now,
             finishedAt: now, responseExcerpt: nil)
+    }
+}
+
+extension ClaimLoop {
+    /// An error as it may be logged: the server's message and SQLSTATE without DETAIL (which
+    /// can quote a whole row, headers and body included), through `Redaction.message`.
+    static func loggable(_ error: any Error) -> String {
+        if let error = error as? PostgresError {
+            return Redaction.message(error.sqlState.map { "\(error.message) (SQLSTATE \($0))" } ?? error.message)
+        }
+        return Redaction.message("\(error)")
     }
 }
 

@@ -161,7 +161,7 @@ public final class WorkerPool: @unchecked Sendable {
             state.connection = nil
             state.failures += 1
             delay = Double(ClaimLoopMachine.retryDelay(failures: state.failures, jitter: Double.random(in: 0.75...1.25))) / 1e9
-            logger.warning("listener lost its connection; reconnecting", metadata: ["error": "\(error)"])
+            logger.warning("listener lost its connection; reconnecting", metadata: ["error": "\(ClaimLoop.loggable(error))"])
         }
         listenerQueue.asyncAfter(deadline: .now() + delay) { [self] in listenRound(state) }
     }
@@ -183,7 +183,7 @@ public final class WorkerPool: @unchecked Sendable {
             } catch {
                 connection?.close()
                 connection = nil
-                logger.warning("maintenance pass failed", metadata: ["error": "\(error)"])
+                logger.warning("maintenance pass failed", metadata: ["error": "\(ClaimLoop.loggable(error))"])
             }
         }
         timer.setCancelHandler { [helpersDone] in

@@ -17,7 +17,7 @@ public struct PostgresNotification: Sendable, Equatable {
     public var senderPID: Int32
 }
 
-/// One PostgreSQL connection (a `PGconn`), blocking and synchronous.
+/// One PostgreSQL connection (a `PGconn`); every call is synchronous and blocks its thread.
 ///
 /// Threading rule: a connection is used by one thread at a time. It is `Sendable` so it can be
 /// handed to the thread that owns it (a worker loop, a pool checkout), not so that two threads
@@ -26,10 +26,16 @@ public struct PostgresNotification: Sendable, Equatable {
 /// Every statement binds its values as parameters (`PQexecParams` / `PQexecPrepared`); the only
 /// way to run unparameterized text is `simpleQuery`, meant for fixed scripts such as migrations.
 /// Sessions are set to `TimeZone = UTC` and `DateStyle = ISO` so timestamps decode exactly.
+///
+/// `Settings` adds keepalives, connect and statement timeouts, and a client-side deadline per
+/// statement; with a deadline, statements use libpq's asynchronous calls and a peer that stops
+/// answering costs at most the deadline, then a `.connectionLost` error.
 public final class PostgresConnection: @unchecked Sendable {
     private var handle: OpaquePointer?
     private let conninfo: String
     private let applicationName: String
+    /// The settings this connection was opened with (kept across `reconnect()`).
+    public let settings: Settings
     private var preparedStatements: [String: String] = [:]
     private var listeningChannels: Set<String> = []
 
@@ -37,24 +43,37 @@ public final class PostgresConnection: @unchecked Sendable {
     /// (`host=... dbname=...`); libpq's `PG*` environment variables fill in what is missing.
     ///
     /// - Parameters:
-    ///   - conninfo: the connection string; its password never appears in errors.
+    ///   - conninfo: the connection string; its password never appears in errors. Its
+    ///     parameters override `settings` (see `Settings`).
     ///   - applicationName: reported in `pg_stat_activity` unless the string sets one.
+    ///   - settings: keepalives and timeouts (default `.default`: libpq's and the server's own).
     /// - Throws: `PostgresError` of kind `.connectionFailed` with libpq's reason.
-    public init(_ conninfo: String, applicationName: String = "courier") throws {
+    public init(_ conninfo: String, applicationName: String = "courier", settings: Settings = .default) throws {
         self.conninfo = conninfo
         self.applicationName = applicationName
-        handle = try Self.open(conninfo, applicationName: applicationName)
+        self.settings = settings
+        handle = try Self.open(conninfo, applicationName: applicationName, settings: settings)
     }
 
     deinit {
         if let handle { PQfinish(handle) }
     }
 
-    private static func open(_ conninfo: String, applicationName: String) throws -> OpaquePointer {
-        let keywords = ["dbname", "fallback_application_name"]
-        let values = [conninfo, applicationName]
-        let conn: OpaquePointer? = withCStrings(keywords) { keys in
-            withCStrings(values) { vals in PQconnectdbParams(keys, vals, 1) }
+    private static func open(_ conninfo: String, applicationName: String, settings: Settings) throws -> OpaquePointer {
+        // libpq uses the last non-empty value of a repeated keyword, and the expanded URL takes
+        // the place of `dbname`: the settings' defaults come first so the URL overrides them.
+        var pairs = settings.libpqDefaults
+        pairs.append(("dbname", conninfo))
+        pairs.append(("fallback_application_name", applicationName))
+        let session = settings.sessionOptions
+        if !session.isEmpty {
+            // Startup options are applied in order, so the URL's own `-c` (or PGOPTIONS) after
+            // ours wins; this entry comes after `dbname` because it already contains them.
+            let own = userOptions(conninfo) ?? ProcessInfo.processInfo.environment["PGOPTIONS"] ?? ""
+            pairs.append(("options", own.isEmpty ? session : session + " " + own))
+        }
+        let conn: OpaquePointer? = withCStrings(pairs.map(\.0)) { keys in
+            withCStrings(pairs.map(\.1)) { vals in PQconnectdbParams(keys, vals, 1) }
         }
         guard let conn else {
             throw PostgresError(kind: .connectionFailed, message: "could not allocate a libpq connection")
@@ -68,14 +87,46 @@ public final class PostgresConnection: @unchecked Sendable {
                 kind: .connectionFailed,
                 message: "cannot connect to PostgreSQL: \(redactPassword(in: reason, conninfo: conninfo))")
         }
-        let setup = PQexec(conn, "SET TimeZone TO 'UTC'; SET DateStyle TO 'ISO, YMD'; SET IntervalStyle TO 'postgres'; SET client_min_messages TO warning")
-        defer { PQclear(setup) }
-        guard PQresultStatus(setup) == PGRES_COMMAND_OK else {
-            let error = PostgresError.from(result: setup, connection: conn)
+        let setup =
+            "SET TimeZone TO 'UTC'; SET DateStyle TO 'ISO, YMD'; SET IntervalStyle TO 'postgres'; "
+            + "SET client_min_messages TO warning"
+        do {
+            if let timeout = settings.queryTimeout {
+                // Stays non-blocking: sending never waits on a full socket buffer, and `PQfinish`
+                // after an expired deadline cannot hang on its goodbye message.
+                PQsetnonblocking(conn, 1)
+                _ = try exchange(conn, timeout: timeout) { PQsendQuery($0, setup) }
+            } else {
+                _ = try check(PQexec(conn, setup), conn)
+            }
+        } catch let expired as DeadlineExpired {
+            PQfinish(conn)
+            throw PostgresError(kind: .connectionFailed, message: expired.message)
+        } catch {
             PQfinish(conn)
             throw error
         }
         return conn
+    }
+
+    /// The `options` the connection string sets itself, or nil when it sets none.
+    private static func userOptions(_ conninfo: String) -> String? {
+        var errorMessage: UnsafeMutablePointer<CChar>? = nil
+        guard let options = PQconninfoParse(conninfo, &errorMessage) else {
+            // A bare database name, or a string libpq will reject with its own message.
+            if let errorMessage { PQfreemem(errorMessage) }
+            return nil
+        }
+        defer { PQconninfoFree(options) }
+        var cursor = options
+        while let keyword = cursor.pointee.keyword {
+            if String(cString: keyword) == "options", let value = cursor.pointee.val {
+                let text = String(cString: value)
+                return text.isEmpty ? nil : text
+            }
+            cursor += 1
+        }
+        return nil
     }
 
     /// Closes the connection; later calls throw. Safe to call twice.
@@ -92,6 +143,21 @@ public final class PostgresConnection: @unchecked Sendable {
         return PQstatus(handle) == CONNECTION_OK
     }
 
+    /// The value libpq uses for connection parameter `keyword` on this connection (`PQconninfo`),
+    /// e.g. `keepalives_idle` or `connect_timeout`; nil when unset or empty, unknown, or `password`.
+    public func connectionParameter(_ keyword: String) -> String? {
+        guard let handle, keyword != "password", let options = PQconninfo(handle) else { return nil }
+        defer { PQconninfoFree(options) }
+        var cursor = options
+        while let name = cursor.pointee.keyword {
+            if String(cString: name) == keyword {
+                return cursor.pointee.val.map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+            }
+            cursor += 1
+        }
+        return nil
+    }
+
     /// The server process id serving this connection (`pg_backend_pid()`).
     public var backendPID: Int32 {
         guard let handle else { return 0 }
@@ -105,7 +171,7 @@ public final class PostgresConnection: @unchecked Sendable {
     ///   closed and `reconnect` may be called again.
     public func reconnect() throws {
         close()
-        handle = try Self.open(conninfo, applicationName: applicationName)
+        handle = try Self.open(conninfo, applicationName: applicationName, settings: settings)
         for channel in listeningChannels.sorted() {
             try simpleQuery("LISTEN \(try quoteIdentifier(channel))")
         }
@@ -127,28 +193,39 @@ public final class PostgresConnection: @unchecked Sendable {
     ///   - parameters: one value per placeholder; `nil` optionals bind SQL NULL.
     @discardableResult
     public func query(_ sql: String, _ parameters: [any PostgresEncodable] = []) throws -> PostgresResult {
-        let conn = try live()
-        let result = withParameters(parameters) { count, values, lengths, formats in
-            PQexecParams(conn, sql, count, nil, values, lengths, formats, 0)
-        }
-        return try check(result, conn)
+        try run(
+            blocking: { conn in
+                withParameters(parameters) { count, values, lengths, formats in
+                    PQexecParams(conn, sql, count, nil, values, lengths, formats, 0)
+                }
+            },
+            send: { conn in
+                withParameters(parameters) { count, values, lengths, formats in
+                    PQsendQueryParams(conn, sql, count, nil, values, lengths, formats, 0)
+                }
+            })
     }
 
     /// Prepares `sql` under `name` on this connection (`PQprepare`).
     public func prepare(name: String, sql: String) throws {
-        let conn = try live()
-        _ = try check(PQprepare(conn, name, sql, 0, nil), conn)
+        _ = try run(blocking: { PQprepare($0, name, sql, 0, nil) }, send: { PQsendPrepare($0, name, sql, 0, nil) })
         preparedStatements[sql] = name
     }
 
     /// Runs a statement prepared with `prepare(name:sql:)`.
     @discardableResult
     public func queryPrepared(name: String, _ parameters: [any PostgresEncodable] = []) throws -> PostgresResult {
-        let conn = try live()
-        let result = withParameters(parameters) { count, values, lengths, formats in
-            PQexecPrepared(conn, name, count, values, lengths, formats, 0)
-        }
-        return try check(result, conn)
+        try run(
+            blocking: { conn in
+                withParameters(parameters) { count, values, lengths, formats in
+                    PQexecPrepared(conn, name, count, values, lengths, formats, 0)
+                }
+            },
+            send: { conn in
+                withParameters(parameters) { count, values, lengths, formats in
+                    PQsendQueryPrepared(conn, name, count, values, lengths, formats, 0)
+                }
+            })
     }
 
     /// Runs `sql` as a prepared statement, preparing it on first use on this connection.
@@ -168,13 +245,29 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// Runs fixed SQL text that may hold several statements (`PQexec`); no parameters.
     ///
-    /// For scripts written by the project (migrations), never for values.
+    /// For scripts written by the project (migrations), never for values. With several
+    /// statements, the first error is thrown (PostgreSQL stops there).
     public func simpleQuery(_ sql: String) throws {
+        _ = try run(blocking: { PQexec($0, sql) }, send: { PQsendQuery($0, sql) })
+    }
+
+    /// Checks that the server answers within `timeout` seconds (`SELECT 1`), whatever the
+    /// connection's `queryTimeout`.
+    ///
+    /// For a connection that otherwise only waits (a LISTEN connection in
+    /// `waitForNotifications`): a frozen peer looks exactly like a quiet channel, so call this
+    /// every few seconds. Notifications that arrive meanwhile are kept for the next wait.
+    /// - Throws: `.connectionLost` when there is no answer in time (the connection is then
+    ///   closed; `reconnect()` opens a new one) or the connection broke.
+    public func ping(timeout: Double) throws {
         let conn = try live()
-        _ = try check(PQexec(conn, sql), conn)
+        _ = try runUnderDeadline(conn, timeout: timeout) { PQsendQuery($0, "SELECT 1") }
     }
 
     /// Runs `body` in a transaction: COMMIT when it returns, ROLLBACK when it throws.
+    ///
+    /// A COMMIT that gets no answer within the deadline throws a connection error: the caller
+    /// cannot know whether it took effect, and must not treat it as a success.
     @discardableResult
     public func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try simpleQuery("BEGIN")
@@ -193,11 +286,17 @@ public final class PostgresConnection: @unchecked Sendable {
     /// - Parameters:
     ///   - sql: a `COPY table (columns) FROM STDIN` statement.
     ///   - chunks: the data in COPY's text (or the statement's) format, in pieces of any size.
+    ///
+    /// Runs blocking even with a `queryTimeout` (the deadline does not cover COPY).
     public func copyIn(_ sql: String, chunks: some Sequence<[UInt8]>) throws -> Int {
         let conn = try live()
+        // `PQputCopyData` would return 0 ("try again") on a full buffer in non-blocking mode.
+        let wasNonBlocking = PQisnonblocking(conn) == 1
+        if wasNonBlocking { PQsetnonblocking(conn, 0) }
+        defer { if wasNonBlocking { PQsetnonblocking(conn, 1) } }
         let start = PQexec(conn, sql)
         guard PQresultStatus(start) == PGRES_COPY_IN else {
-            return try check(start, conn).affectedRows
+            return try Self.check(start, conn).affectedRows
         }
         PQclear(start)
         var failure: String?
@@ -217,13 +316,139 @@ public final class PostgresConnection: @unchecked Sendable {
         var copied = 0
         var firstError: (any Error)?
         while let result = PQgetResult(conn) {
-            do { copied = try check(result, conn).affectedRows } catch { firstError = firstError ?? error }
+            do { copied = try Self.check(result, conn).affectedRows } catch { firstError = firstError ?? error }
         }
         if let firstError { throw firstError }
         return copied
     }
 
-    private func check(_ result: OpaquePointer?, _ conn: OpaquePointer) throws -> PostgresResult {
+    // MARK: Running statements
+
+    /// Runs one statement: blocking without a `queryTimeout`, otherwise under the deadline.
+    private func run(
+        blocking: (OpaquePointer) -> OpaquePointer?, send: (OpaquePointer) -> Int32
+    ) throws -> PostgresResult {
+        let conn = try live()
+        guard let timeout = settings.queryTimeout else { return try Self.check(blocking(conn), conn) }
+        return try runUnderDeadline(conn, timeout: timeout, send: send)
+    }
+
+    /// Sends with `send` and collects the answer within `timeout` seconds; closes the
+    /// connection when the deadline passes, since it is then in the middle of a statement.
+    private func runUnderDeadline(
+        _ conn: OpaquePointer, timeout: Double, send: (OpaquePointer) -> Int32
+    ) throws -> PostgresResult {
+        do {
+            return try Self.exchange(conn, timeout: timeout, send: send)
+        } catch let error as DeadlineExpired {
+            close()
+            throw PostgresError(kind: .connectionLost, message: error.message)
+        }
+    }
+
+    /// The deadline passed with the statement unanswered; the connection must be dropped.
+    private struct DeadlineExpired: Error {
+        let message: String
+    }
+
+    /// The asynchronous exchange: send, flush, poll the socket with the remaining time, and
+    /// read every result until libpq returns NULL (a multi-statement text gives several).
+    ///
+    /// - Returns: the last result, or throws the first error (and drains the rest, so the
+    ///   connection is ready for the next statement).
+    /// - Throws: `DeadlineExpired` when `timeout` passes first; `PostgresError` otherwise.
+    private static func exchange(
+        _ conn: OpaquePointer, timeout: Double, send: (OpaquePointer) -> Int32
+    ) throws -> PostgresResult {
+        // A blocking connection (no `queryTimeout`, as for `ping`) is switched for the exchange
+        // and back afterwards, except after an expired deadline: it is closed next, and
+        // `PQfinish` must not block.
+        guard PQisnonblocking(conn) == 0 else { return try exchangeNonBlocking(conn, timeout: timeout, send: send) }
+        PQsetnonblocking(conn, 1)
+        do {
+            let result = try exchangeNonBlocking(conn, timeout: timeout, send: send)
+            PQsetnonblocking(conn, 0)
+            return result
+        } catch let error as PostgresError {
+            if PQstatus(conn) == CONNECTION_OK { PQsetnonblocking(conn, 0) }
+            throw error
+        }
+    }
+
+    private static func exchangeNonBlocking(
+        _ conn: OpaquePointer, timeout: Double, send: (OpaquePointer) -> Int32
+    ) throws -> PostgresResult {
+        let deadline = Deadline(seconds: timeout)
+        guard send(conn) == 1 else { throw lost(conn, "the statement could not be sent") }
+        // A non-blocking send may leave data in libpq's buffer; PQflush returns 1 until all is
+        // written. The server may answer (or notify) meanwhile, so reading must go on as well.
+        while true {
+            let flushed = PQflush(conn)
+            if flushed == 0 { break }
+            if flushed < 0 { throw lost(conn, "the statement could not be sent") }
+            let events = try waitForSocket(conn, events: Int16(POLLIN | POLLOUT), deadline: deadline)
+            if events & Int16(POLLIN | POLLHUP | POLLERR) != 0, PQconsumeInput(conn) == 0 {
+                throw lost(conn, "connection lost while sending")
+            }
+        }
+        var kept: PostgresResult?
+        var firstError: PostgresError?
+        while true {
+            while PQisBusy(conn) == 1 {
+                _ = try waitForSocket(conn, events: Int16(POLLIN), deadline: deadline)
+                if PQconsumeInput(conn) == 0 {
+                    guard PQstatus(conn) == CONNECTION_BAD else { throw lost(conn, "the answer could not be read") }
+                    // The socket is gone but what was read stays: PQgetResult returns the
+                    // server's last words (a FATAL error such as 57P01 or 25P03) without waiting.
+                    break
+                }
+            }
+            guard let result = PQgetResult(conn) else { break }
+            let status = PQresultStatus(result)
+            if status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH {
+                // libpq would hand out this result again and again; the caller drives COPY.
+                return PostgresResult(handle: result)
+            }
+            do {
+                kept = try check(result, conn)
+            } catch let error as PostgresError {
+                if firstError == nil { firstError = error }
+                if PQstatus(conn) == CONNECTION_BAD { break }
+            }
+        }
+        if let firstError { throw firstError }
+        if let kept { return kept }
+        throw lost(conn, "no result from server")
+    }
+
+    /// A connection error carrying libpq's own message when it has one.
+    private static func lost(_ conn: OpaquePointer, _ fallback: String) -> PostgresError {
+        PostgresError(kind: .connectionLost, message: PostgresError.connectionMessage(conn) ?? fallback)
+    }
+
+    /// Waits in `poll(2)` until the socket is ready for `events`, retrying after signals.
+    ///
+    /// - Returns: the events that occurred.
+    /// - Throws: `DeadlineExpired` when the deadline passes first.
+    private static func waitForSocket(_ conn: OpaquePointer, events: Int16, deadline: Deadline) throws -> Int16 {
+        while true {
+            let socket = PQsocket(conn)
+            guard socket >= 0 else { throw lost(conn, "the connection has no socket") }
+            guard let waitMillis = deadline.remainingMilliseconds() else {
+                throw DeadlineExpired(
+                    message: "no answer from PostgreSQL within \(deadline.description) s; connection closed")
+            }
+            var descriptor = pollfd(fd: socket, events: events, revents: 0)
+            let ready = poll(&descriptor, 1, waitMillis)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw PostgresError(kind: .connectionLost, message: "poll failed: \(String(cString: strerror(errno)))")
+            }
+            if ready > 0 { return descriptor.revents }
+        }
+    }
+
+    private static func check(_ result: OpaquePointer?, _ conn: OpaquePointer) throws -> PostgresResult {
         guard let result else {
             let lost = PQstatus(conn) == CONNECTION_BAD
             throw PostgresError(
@@ -234,7 +459,14 @@ public final class PostgresConnection: @unchecked Sendable {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY, PGRES_COPY_IN, PGRES_COPY_OUT:
             return PostgresResult(handle: result)
         default:
-            let error = PostgresError.from(result: result, connection: conn)
+            var error = PostgresError.from(result: result, connection: conn)
+            // FATAL (idle-in-transaction timeout 25P03, admin shutdown 57P01, ...) means the server
+            // ends the session; libpq may not have read the close yet, but the connection is gone.
+            if let severity = PQresultErrorField(result, Int32(UInt8(ascii: "V"))),
+                ["FATAL", "PANIC"].contains(String(cString: severity))
+            {
+                error.kind = .connectionLost
+            }
             PQclear(result)
             throw error
         }
@@ -349,6 +581,31 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 }
 
+/// A point on the monotonic clock `seconds` from now, for the statement deadline.
+private struct Deadline: CustomStringConvertible {
+    let seconds: Double
+    let endNanos: UInt64
+
+    init(seconds: Double) {
+        self.seconds = seconds
+        let nanos = seconds.isNaN || seconds <= 0 ? 0 : min(seconds, 1e9) * 1e9
+        endNanos = DispatchTime.now().uptimeNanoseconds &+ UInt64(nanos)
+    }
+
+    /// Milliseconds left for `poll` (rounded up, so a wait never ends just short of the
+    /// deadline), or nil once it has passed.
+    func remainingMilliseconds() -> Int32? {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard now < endNanos else { return nil }
+        return Int32(min(UInt64(Int32.max), (endNanos - now + 999_999) / 1_000_000))
+    }
+
+    /// The timeout as people write it: `20`, `1.5`.
+    var description: String {
+        seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int(seconds)) : String(seconds)
+    }
+}
+
 /// Calls `body` with a NULL-terminated array of C strings.
 private func withCStrings<T>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> T) -> T {
     let copies: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) } + [nil]
@@ -406,6 +663,132 @@ private func withParameters<T>(
             formats.withUnsafeBufferPointer { f in
                 body(Int32(parameters.count), v.baseAddress, l.baseAddress, f.baseAddress)
             }
+        }
+    }
+}
+extension PostgresConnection {
+    /// How a connection protects itself against a slow or vanished server.
+    ///
+    /// Every field is optional; `nil` keeps what libpq and the server do by themselves, so
+    /// `Settings()` behaves exactly like a plain libpq connection (the CLI's choice: a command
+    /// that waits on a lock should wait). `Settings.worker` holds the worker's values.
+    ///
+    /// The database URL wins over every field: the libpq parameters are passed before the URL
+    /// (`?keepalives_idle=7&connect_timeout=3` overrides them) and the session settings go into
+    /// the startup `options` ahead of the URL's own (`?options=-c%20statement_timeout%3D5s`
+    /// overrides them; without `options` in the URL, `PGOPTIONS` is kept the same way).
+    /// Durations are in seconds; libpq's whole-second parameters are rounded up.
+    public struct Settings: Sendable, Equatable {
+        /// Seconds of silence before the kernel sends the first TCP keepalive probe (libpq
+        /// `keepalives_idle`, with `keepalives=1`). Default `nil`: the kernel's (7,200 s on Linux).
+        public var keepalivesIdle: Double?
+        /// Seconds between unanswered keepalive probes (`keepalives_interval`). Default `nil`:
+        /// the kernel's (75 s on Linux).
+        public var keepalivesInterval: Double?
+        /// Unanswered probes before the kernel declares the connection dead (`keepalives_count`).
+        /// Default `nil`: the kernel's (9 on Linux).
+        public var keepalivesCount: Int?
+        /// Seconds that sent data may stay unacknowledged before the kernel drops the
+        /// connection (`tcp_user_timeout`, Linux). Default `nil`: the kernel's (about 15 minutes
+        /// of retransmissions).
+        public var tcpUserTimeout: Double?
+        /// Seconds allowed for opening a connection, per host address (`connect_timeout`;
+        /// libpq treats values below 2 as 2). Default `nil`: wait as long as the kernel does.
+        public var connectTimeout: Double?
+        /// The session's `statement_timeout`: the server cancels a statement that runs longer
+        /// (SQLSTATE 57014; the connection stays usable). Default `nil`: the server's setting.
+        public var statementTimeout: Double?
+        /// The session's `idle_in_transaction_session_timeout`: the server ends a session that
+        /// sits inside a transaction for longer, releasing its locks. Default `nil`: the server's.
+        public var idleInTransactionSessionTimeout: Double?
+        /// The client-side deadline for each statement, in seconds. Default `nil`: statements
+        /// block until the server answers (libpq's synchronous calls).
+        ///
+        /// Keepalives and `tcp_user_timeout` cannot notice a peer whose kernel still
+        /// acknowledges packets but which never answers (a hung proxy, a frozen server). With a
+        /// deadline, statements are sent asynchronously and the socket is polled for at most
+        /// this long; on expiry the connection is closed and a `.connectionLost` error says so,
+        /// so the caller reconnects. Set it above `statementTimeout`: a statement that is merely
+        /// slow then fails cleanly on the server first, and the deadline only fires when the
+        /// server cannot be heard at all (which is also why no cancel request is sent: it could
+        /// not get through either). `copyIn` is not covered.
+        public var queryTimeout: Double?
+
+        /// Creates settings; every field defaults to `nil` (libpq's and the server's behaviour).
+        public init(
+            keepalivesIdle: Double? = nil,
+            keepalivesInterval: Double? = nil,
+            keepalivesCount: Int? = nil,
+            tcpUserTimeout: Double? = nil,
+            connectTimeout: Double? = nil,
+            statementTimeout: Double? = nil,
+            idleInTransactionSessionTimeout: Double? = nil,
+            queryTimeout: Double? = nil
+        ) {
+            self.keepalivesIdle = keepalivesIdle
+            self.keepalivesInterval = keepalivesInterval
+            self.keepalivesCount = keepalivesCount
+            self.tcpUserTimeout = tcpUserTimeout
+            self.connectTimeout = connectTimeout
+            self.statementTimeout = statementTimeout
+            self.idleInTransactionSessionTimeout = idleInTransactionSessionTimeout
+            self.queryTimeout = queryTimeout
+        }
+
+        /// Nothing set: libpq's and the server's defaults, statements block (the CLI).
+        public static let `default` = Settings()
+
+        /// The worker's connections: a dead or frozen peer is noticed within 20 s.
+        ///
+        /// keepalives 10 s idle, then every 5 s, 3 probes (an idle connection to a vanished
+        /// host fails after 25 s); `tcp_user_timeout` 20 s (unacknowledged data);
+        /// `connect_timeout` 10 s; `statement_timeout` 15 s; `idle_in_transaction_session_timeout`
+        /// 60 s; client-side deadline 20 s (a frozen peer). A loop that reconnects at once has
+        /// a fresh connection within 30 s of the freeze when the server is reachable again.
+        public static let worker = Settings(
+            keepalivesIdle: 10,
+            keepalivesInterval: 5,
+            keepalivesCount: 3,
+            tcpUserTimeout: 20,
+            connectTimeout: 10,
+            statementTimeout: 15,
+            idleInTransactionSessionTimeout: 60,
+            queryTimeout: 20)
+
+        /// libpq keyword/value pairs that go before the URL, so the URL can override them.
+        var libpqDefaults: [(String, String)] {
+            var pairs: [(String, String)] = []
+            if keepalivesIdle != nil || keepalivesInterval != nil || keepalivesCount != nil {
+                pairs.append(("keepalives", "1"))
+            }
+            if let keepalivesIdle { pairs.append(("keepalives_idle", Self.wholeSeconds(keepalivesIdle))) }
+            if let keepalivesInterval { pairs.append(("keepalives_interval", Self.wholeSeconds(keepalivesInterval))) }
+            if let keepalivesCount { pairs.append(("keepalives_count", String(max(1, keepalivesCount)))) }
+            if let tcpUserTimeout { pairs.append(("tcp_user_timeout", Self.milliseconds(tcpUserTimeout))) }
+            if let connectTimeout { pairs.append(("connect_timeout", Self.wholeSeconds(connectTimeout))) }
+            return pairs
+        }
+
+        /// The `-c name=value` startup options for the session settings (empty when none is set).
+        var sessionOptions: String {
+            var options: [String] = []
+            if let statementTimeout { options.append("-c statement_timeout=\(Self.milliseconds(statementTimeout))") }
+            if let idleInTransactionSessionTimeout {
+                options.append(
+                    "-c idle_in_transaction_session_timeout=\(Self.milliseconds(idleInTransactionSessionTimeout))")
+            }
+            return options.joined(separator: " ")
+        }
+
+        /// At least 1: libpq reads 0 as "no limit" or "the kernel's default"; at most `Int32.max`.
+        private static func wholeSeconds(_ seconds: Double) -> String { clamped(seconds) }
+
+        /// At least 1 ms, for the same reason.
+        private static func milliseconds(_ seconds: Double) -> String { clamped(seconds * 1000) }
+
+        private static func clamped(_ units: Double) -> String {
+            guard units.isFinite else { return units > 0 ? String(Int32.max) : "1" }
+            return String(Int(min(max(units.rounded(.up), 1), Double(Int32.max))))
         }
     }
 }

@@ -141,13 +141,20 @@ enum PostgresBytea {
 /// server sends `2026-11-22 20:30:00.123456+00`.
 public enum PostgresTimestamp {
     /// Formats a date as `2026-11-22T20:30:00.123456Z`.
+    ///
+    /// Total for every `Date`: seconds and microseconds are computed apart (a year-300000 date
+    /// has more microseconds than `Int64` holds), and dates beyond ±10^14 seconds (or not
+    /// finite) are clamped there, which the server refuses as out of range instead of this
+    /// process trapping.
     public static func format(_ date: Date) -> String {
-        let totalMicros = (date.timeIntervalSince1970 * 1_000_000).rounded()
-        var seconds = Int64((totalMicros / 1_000_000).rounded(.down))
-        var micros = Int64(totalMicros) - seconds * 1_000_000
-        if micros < 0 {
-            micros += 1_000_000
-            seconds -= 1
+        var interval = date.timeIntervalSince1970
+        if !interval.isFinite || abs(interval) > 1e14 { interval = interval < 0 ? -1e14 : 1e14 }
+        let whole = interval.rounded(.down)
+        var seconds = Int64(whole)
+        var micros = Int64(((interval - whole) * 1_000_000).rounded())
+        if micros >= 1_000_000 {
+            micros -= 1_000_000
+            seconds += 1
         }
         var days = seconds / 86_400
         var secOfDay = seconds % 86_400

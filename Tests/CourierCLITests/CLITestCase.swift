@@ -38,6 +38,20 @@ class CLITestCase: XCTestCase {
         XCTAssertTrue(result.stderr.hasPrefix("error: "), result.stderr, file: file, line: line)
     }
 
+    /// Drops every CHECK constraint of `tables`, so a test can write rows the API refuses, as a
+    /// hand-written INSERT, an old version or a restore could (the database is the test's own).
+    func dropCheckConstraints(_ tables: [String] = ["courier.jobs", "courier.attempts", "courier.queues"]) throws {
+        for table in tables {
+            let names = try connection.query(
+                "SELECT conname FROM pg_constraint WHERE contype = 'c' AND conrelid = $1::regclass", [table]
+            ).rows.map { try $0.decode(0, as: String.self) }
+            for name in names {
+                let quoted = try connection.quoteIdentifier(name)
+                try connection.simpleQuery("ALTER TABLE \(table) DROP CONSTRAINT \(quoted)")
+            }
+        }
+    }
+
     /// Inserts a job directly in `state` (finished states get finished_at) and returns its id.
     @discardableResult
     func insertJob(state: String = "pending", queue: String = "default", url: String = "http://127.0.0.1:9/x",

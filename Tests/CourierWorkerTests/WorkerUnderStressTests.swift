@@ -108,24 +108,19 @@ final class WorkerUnderStressTests: XCTestCase {
 
     // MARK: Poison rows
 
-    func testPoisonRowsGoDeadAloneWhileHealthyJobsAreDeliveredExactlyOnce() async throws {
+    /// Enqueues 120 healthy jobs and one poison job made by `poison` (an SQL update of the
+    /// job's row, written around the table's guards), runs two workers, and checks that every
+    /// healthy job is delivered exactly once within 30 s and the poison job is dead with a reason.
+    private func assertPoisonRowIsIsolated(
+        path: String = "/ok", sent expectedSends: Int, _ poison: String, reason: String
+    ) async throws {
         let sink = try await startSink()
         try probe.dropRowGuards()
         let healthy = try (0..<120).map { _ in try probe.enqueue(url: sink.baseURL + "/ok", queue: queue) }
-        // Rows no statement of the worker can move, written around courier.enqueue.
-        let overflow = try probe.enqueue(url: sink.baseURL + "/ok", queue: queue)
-        try probe.connection.query("UPDATE courier.jobs SET attempt = 2147483647 WHERE id = $1", [overflow])
-        let scalarHeaders = try probe.enqueue(url: sink.baseURL + "/ok", queue: queue)
-        try probe.connection.query(#"UPDATE courier.jobs SET headers = '"x"' WHERE id = $1"#, [scalarHeaders])
-        let nullHeaders = try probe.enqueue(url: sink.baseURL + "/ok", queue: queue)
-        try probe.connection.query("UPDATE courier.jobs SET headers = 'null' WHERE id = $1", [nullHeaders])
-        let hugeSchedule = try probe.enqueue(url: sink.baseURL + "/fail", queue: queue, maxAttempts: 5)
-        try probe.connection.query(
-            "UPDATE courier.jobs SET retry_schedule = '{1000000 years}' WHERE id = $1", [hugeSchedule])
-        // The poison rows come first in claim order, so every early batch holds one.
-        try probe.connection.query(
-            "UPDATE courier.jobs SET priority = -1 WHERE id = ANY ($1)",
-            [PostgresArray([overflow, scalarHeaders, nullHeaders, hugeSchedule])])
+        let bad = try probe.enqueue(url: sink.baseURL + path, queue: queue, maxAttempts: 5)
+        // First in claim order, so the early batches of both workers hold it.
+        try probe.connection.query("UPDATE courier.jobs SET priority = -1 WHERE id = $1", [bad])
+        try probe.connection.query(poison, [bad])
 
         _ = try startPool(id: "poison-a")
         _ = try startPool(id: "poison-b")
@@ -136,17 +131,33 @@ final class WorkerUnderStressTests: XCTestCase {
             XCTAssertEqual(log.counts[String(id)], 1, "job \(id) was not delivered exactly once")
             XCTAssertEqual(try probe.attemptCount(id), 1)
         }
-        for id in [overflow, scalarHeaders, nullHeaders, hugeSchedule] {
-            let job = try probe.job(id)
-            XCTAssertEqual(job.state, "dead", "poison job \(id)")
-            XCTAssertFalse((job.lastError ?? "").isEmpty, "poison job \(id) has no reason")
-        }
-        XCTAssertNil(log.counts[String(overflow)], "a row that cannot be claimed was sent")
-        XCTAssertNil(log.counts[String(scalarHeaders)], "a row that cannot be read was sent")
-        XCTAssertNil(log.counts[String(nullHeaders)], "a row that cannot be read was sent")
-        XCTAssertEqual(log.counts[String(hugeSchedule)], 1, "the job whose retry cannot be scheduled was sent again")
-        XCTAssertTrue(try probe.job(scalarHeaders).lastError?.contains("headers") ?? false)
+        let job = try probe.job(bad)
+        XCTAssertEqual(job.state, "dead")
+        XCTAssertTrue(job.lastError?.contains(reason) ?? false, "last_error: \(job.lastError ?? "nil")")
+        XCTAssertEqual(log.counts[String(bad)] ?? 0, expectedSends)
         XCTAssertEqual(try duplicateAttemptRows(), 0)
+    }
+
+    func testAnAttemptCounterThatCannotGrowIsDeadAlone() async throws {
+        try await assertPoisonRowIsIsolated(
+            sent: 0, "UPDATE courier.jobs SET attempt = 2147483647 WHERE id = $1", reason: "cannot claim")
+    }
+
+    func testScalarHeadersAreDeadAlone() async throws {
+        try await assertPoisonRowIsIsolated(
+            sent: 0, #"UPDATE courier.jobs SET headers = '"x"' WHERE id = $1"#, reason: "headers must be a JSON object")
+    }
+
+    func testNullHeadersAreDeadAlone() async throws {
+        try await assertPoisonRowIsIsolated(
+            sent: 0, "UPDATE courier.jobs SET headers = 'null' WHERE id = $1", reason: "headers must be a JSON object")
+    }
+
+    func testARetryThatCannotBeScheduledIsDeadAloneAndNotSentAgain() async throws {
+        // The receiver fails; the retry delay (a million years) overflows the timestamp range.
+        try await assertPoisonRowIsIsolated(
+            path: "/fail", sent: 1, "UPDATE courier.jobs SET retry_schedule = '{1000000 years}' WHERE id = $1",
+            reason: "could not be written")
     }
 
     // MARK: Outages and shutdown
@@ -225,6 +236,70 @@ final class WorkerUnderStressTests: XCTestCase {
         let took = Date().timeIntervalSince(stopAsked)
         XCTAssertFalse(process.isRunning, "the worker did not exit within 30 s of SIGTERM with the database down")
         XCTAssertLessThanOrEqual(took, 2 + 10, "exit took \(took) s, more than grace + 10 s")
+    }
+
+    func testAConnectionThatGoesSilentIsReplacedWithin30SecondsAndNoOutcomeIsLost() async throws {
+        let sink = try await startSink(delay: { 0.2 })
+        let proxy = try TCPProxy(databaseURL: url)
+        defer { proxy.stop() }
+        let first = try (0..<30).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
+        _ = try startPool(id: "silent-peer", concurrency: 8, databaseURL: try proxy.url(for: url))
+        try await waitForRequests(10)
+        // Every connection open now stops forwarding without closing (the kernel keeps ACKing,
+        // so only the worker's own deadline can notice); new connections get through.
+        let before = proxy.acceptedConnections
+        proxy.blackholeOpenConnections()
+        let silentAt = Date()
+        let second = try (0..<20).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
+        var reconnectedAfter: Double?
+        while Date().timeIntervalSince(silentAt) < 40 {
+            if proxy.acceptedConnections > before {
+                reconnectedAfter = Date().timeIntervalSince(silentAt)
+                break
+            }
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        let after = try XCTUnwrap(reconnectedAfter, "the worker never opened a new connection")
+        XCTAssertLessThanOrEqual(after, 30, "reconnected only after \(after) s")
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 60))
+        for id in first + second {
+            XCTAssertEqual(try probe.job(id).state, "succeeded")
+            XCTAssertEqual(log.counts[String(id)], 1, "job \(id)")
+            XCTAssertEqual(try probe.attemptCount(id), 1, "job \(id)")
+        }
+    }
+
+    func testAReceiverThatTricklesItsBodyIsCutOffAtTheTotalTimeout() async throws {
+        let trickler = try TricklingServer()
+        defer { trickler.stop() }
+        let id = try probe.enqueue(url: "http://127.0.0.1:\(trickler.port)/slow", queue: queue, maxAttempts: 3)
+        var http = HTTPDelivererConfiguration()
+        http.allowPrivateTargets = true
+        http.totalTimeout = 2
+        var logger = Logger(label: "test.worker")
+        logger.logLevel = .critical
+        let deliverer = HTTPDeliverer(configuration: http, logger: logger)
+        deliverers.append(deliverer)
+        let pool = WorkerPool(
+            databaseURL: url,
+            configuration: WorkerConfiguration(workerID: "trickle", queues: [queue], pollInterval: 0.1),
+            deliverer: deliverer, logger: logger)
+        try pool.start()
+        pools.append(pool)
+        let deadline = Date().addingTimeInterval(30)
+        while trickler.firstRequestAt == nil, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        let sentAt = try XCTUnwrap(trickler.firstRequestAt, "the worker never connected")
+        var state = "running"
+        while Date() < deadline {
+            state = try probe.job(id).state
+            if state != "running" && state != "pending" { break }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        let settledAfter = Date().timeIntervalSince(sentAt)
+        XCTAssertTrue(["retrying", "dead"].contains(state), "state \(state)")
+        XCTAssertLessThanOrEqual(settledAfter, 2 + 5, "settled \(settledAfter) s after the request (total timeout 2 s)")
+        let lastError = try probe.job(id).lastError ?? ""
+        XCTAssertTrue(lastError.contains("timeout"), lastError)
     }
 
     // MARK: systemd
@@ -342,5 +417,80 @@ final class WorkerUnderStressTests: XCTestCase {
         XCTAssertTrue(pings.contains { $0 > stuckUntil }, "the watchdog pings did not resume")
         service.requestStop()
         XCTAssertEqual(finished.wait(timeout: .now() + 30), .success)
+    }
+}
+
+/// A receiver that answers the head at once and then sends its body one byte per second.
+private final class TricklingServer: @unchecked Sendable {
+    let port: Int
+    private let listener: Int32
+    private let lock = NSLock()
+    private var stopped = false
+    private var first: Date?
+
+    var firstRequestAt: Date? { lock.withLock { first } }
+
+    init() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.listener = listener
+        var one: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(listener, 16) == 0 else { throw POSIXError(.EADDRINUSE) }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [self] in acceptLoop() }
+    }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 { return }
+            Thread.detachNewThread { [self] in serve(client) }
+        }
+    }
+
+    private func serve(_ client: Int32) {
+        defer { close(client) }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var received: [UInt8] = []
+        while !received.containsHeadEnd {
+            let n = recv(client, &buffer, buffer.count, 0)
+            if n <= 0 { return }
+            received += buffer[0..<n]
+        }
+        lock.withLock { if first == nil { first = Date() } }
+        let head = Array("HTTP/1.1 200 OK\r\nContent-Length: 120\r\n\r\n".utf8)
+        guard send(client, head, head.count, Int32(MSG_NOSIGNAL)) == head.count else { return }
+        for _ in 0..<120 {
+            if lock.withLock({ stopped }) { return }
+            Thread.sleep(forTimeInterval: 1)
+            if send(client, [UInt8(ascii: "x")], 1, Int32(MSG_NOSIGNAL)) != 1 { return }
+        }
+    }
+
+    func stop() {
+        lock.withLock { stopped = true }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+}
+
+extension Array where Element == UInt8 {
+    fileprivate var containsHeadEnd: Bool {
+        guard count >= 4 else { return false }
+        for i in 0...(count - 4) where self[i] == 13 && self[i + 1] == 10 && self[i + 2] == 13 && self[i + 3] == 10 {
+            return true
+        }
+        return false
     }
 }

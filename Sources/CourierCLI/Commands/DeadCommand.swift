@@ -7,6 +7,12 @@ struct DeadCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dead",
         abstract: "List, show and requeue dead letters.",
+        discussion: """
+            Examples:
+              courier dead list --since 1d
+              courier dead show 42
+              courier dead requeue 42
+            """,
         subcommands: [List.self, Show.self, Requeue.self]
     )
 

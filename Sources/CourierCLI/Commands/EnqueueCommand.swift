@@ -126,6 +126,9 @@ struct EnqueueCommand: ParsableCommand {
             guard let date = parseISO8601(at) else {
                 throw CLIError.usage("--at: \(at.debugDescription) is not an ISO 8601 time (e.g. 2026-01-31T12:00:00Z)")
             }
+            guard StoredTime.range.contains(date.timeIntervalSince1970) else {
+                throw CLIError.usage("--at: \(at.debugDescription) is out of range (years 1 to 9999)")
+            }
             job.runAt = date
         }
         job.maxAttempts = maxAttempts
@@ -176,7 +179,7 @@ struct EnqueueCommand: ParsableCommand {
             progress.finish(reader.linesRead)
             let problems = rejected.problems
             for problem in problems.prefix(20) {
-                MainOutput.error("line \(problem.line): \(Output.oneLine(problem.reason))")
+                MainOutput.error("line \(problem.line): \(Redaction.message(problem.reason))")
             }
             if problems.count > 20 { MainOutput.error("... and \(problems.count - 20) more rejected lines") }
             throw CLIError.usage(
@@ -187,12 +190,12 @@ struct EnqueueCommand: ParsableCommand {
         if output.json {
             try Output.json([
                 "lines": reader.linesRead, "inserted": report.inserted, "duplicates": report.duplicates,
-                "rejected": report.rejected.map { ["line": $0.line, "reason": $0.reason] },
+                "rejected": report.rejected.map { ["line": $0.line, "reason": Redaction.message($0.reason)] },
                 "seconds": (seconds * 1000).rounded() / 1000,
             ])
         } else {
             for problem in report.rejected.prefix(20) {
-                MainOutput.error("skipped line \(problem.line): \(Output.oneLine(problem.reason))")
+                MainOutput.error("skipped line \(problem.line): \(Redaction.message(problem.reason))")
             }
             var summary = "Inserted \(Output.count(report.inserted)) jobs in \(String(format: "%.2f", seconds)) s"
             summary += " (\(Output.count(Int(Double(report.inserted) / max(seconds, 0.001))))/s)"

@@ -7,6 +7,12 @@ struct JobsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "jobs",
         abstract: "List, show, cancel or run jobs now.",
+        discussion: """
+            Examples:
+              courier jobs list --state retrying
+              courier jobs show 42
+              courier jobs cancel 41 42
+            """,
         subcommands: [List.self, Show.self, Cancel.self, Retry.self]
     )
 
@@ -166,13 +172,17 @@ enum JobsOutput {
         try report(try action(AdminStore(connection: connection), ids), verb: verb, allowed: allowed, json: json)
     }
 
+    /// A listing row as JSON. Every text that came from the database goes through `Redaction`:
+    /// rows are written by producers, and a URL's `?token=` or an error quoting a header must
+    /// not reach a terminal or a log collector.
     static func summaryJSON(_ job: JobSummary) -> [String: Any] {
         [
-            "id": job.id, "queue": job.queue, "state": job.state.rawValue, "priority": job.priority,
-            "method": job.method, "url": job.url, "attempt": job.attempt, "max_attempts": job.maxAttempts,
-            "run_at": Output.timestamp(job.runAt), "created_at": Output.timestamp(job.createdAt),
-            "finished_at": Output.jsonTime(job.finishedAt), "last_status": Output.orNull(job.lastStatus),
-            "last_error": Output.orNull(job.lastError),
+            "id": job.id, "queue": Redaction.text(job.queue), "state": job.state.rawValue, "priority": job.priority,
+            "method": Redaction.text(job.method), "url": Redaction.url(job.url), "attempt": job.attempt,
+            "max_attempts": job.maxAttempts, "run_at": Output.timestamp(job.runAt),
+            "created_at": Output.timestamp(job.createdAt), "finished_at": Output.jsonTime(job.finishedAt),
+            "last_status": Output.orNull(job.lastStatus),
+            "last_error": Output.orNull(job.lastError.map(Redaction.message)),
         ]
     }
 
@@ -189,11 +199,12 @@ enum JobsOutput {
         for job in jobs {
             var last = job.lastStatus.map { "HTTP \($0)" } ?? ""
             if let error = job.lastError, job.lastStatus == nil || showError {
-                last = Output.clip(Output.oneLine(error), showError ? 60 : 40)
+                last = Output.clip(Redaction.message(error), showError ? 60 : 40)
             }
             rows.append([
-                String(job.id), job.state.rawValue, job.queue, "\(job.attempt)/\(job.maxAttempts)", job.method,
-                Output.clip(job.url, 50), Output.timestamp(job.finishedAt ?? job.runAt), last,
+                String(job.id), job.state.rawValue, Redaction.text(job.queue), "\(job.attempt)/\(job.maxAttempts)",
+                Output.clip(Redaction.text(job.method), 10), Output.clip(Redaction.url(job.url), 50),
+                Output.timestamp(job.finishedAt ?? job.runAt), last,
             ])
         }
         print(TextTable.render(rows))
@@ -201,34 +212,38 @@ enum JobsOutput {
 
     static func printDetail(_ job: JobDetail, json: Bool) throws {
         let s = job.summary
-        let bodyText = job.body.map { String(decoding: $0.prefix(2000), as: UTF8.self) }
+        let bodyText = job.body.map { Redaction.text(String(decoding: $0.prefix(2000), as: UTF8.self)) }
         if json {
             var object = summaryJSON(s)
-            object["headers"] = job.headers.map { ["name": $0.0, "value": $0.1] }
+            object["headers"] = job.headers.map { ["name": Redaction.text($0.0), "value": $0.1] }
             object["body_bytes"] = Output.orNull(job.body?.count)
             object["body_excerpt"] = Output.orNull(bodyText)
             object["retry_schedule_seconds"] = Output.orNull(job.retrySchedule)
             object["updated_at"] = Output.timestamp(job.updatedAt)
-            object["locked_by"] = Output.orNull(job.lockedBy)
+            object["locked_by"] = Output.orNull(job.lockedBy.map(Redaction.text))
             object["locked_until"] = Output.jsonTime(job.lockedUntil)
-            object["idempotency_key"] = Output.orNull(job.idempotencyKey)
+            object["idempotency_key"] = Output.orNull(job.idempotencyKey.map(Redaction.text))
             object["attempts"] = job.attempts.map { attempt -> [String: Any] in
                 [
                     "attempt": attempt.attempt, "started_at": Output.timestamp(attempt.startedAt),
                     "finished_at": Output.timestamp(attempt.finishedAt),
                     "duration_ms": (attempt.durationMilliseconds * 10).rounded() / 10,
-                    "status": Output.orNull(attempt.status), "error": Output.orNull(attempt.error),
-                    "worker": attempt.worker, "response_excerpt": Output.orNull(attempt.responseExcerpt),
+                    "status": Output.orNull(attempt.status),
+                    "error": Output.orNull(attempt.error.map(Redaction.message)),
+                    "worker": Redaction.text(attempt.worker),
+                    "response_excerpt": Output.orNull(attempt.responseExcerpt.map(Redaction.message)),
                 ]
             }
             try Output.json(object)
             return
         }
         var lines = [
-            "Job \(s.id)  \(s.state.rawValue)  queue \(s.queue)  priority \(s.priority)",
-            "  request      \(s.method) \(s.url)",
+            "Job \(s.id)  \(s.state.rawValue)  queue \(Redaction.text(s.queue))  priority \(s.priority)",
+            "  request      \(Redaction.text(s.method)) \(Redaction.url(s.url))",
         ]
-        for (name, value) in job.headers { lines.append("  header       \(name): \(Output.oneLine(value))") }
+        for (name, value) in job.headers {
+            lines.append("  header       \(Redaction.text(name)): \(Output.oneLine(value))")
+        }
         if let body = job.body {
             lines.append("  body         \(body.count) bytes: \(Output.clip(Output.oneLine(bodyText ?? ""), 200))")
         }
@@ -237,10 +252,10 @@ enum JobsOutput {
         lines.append("  run at       \(Output.timestamp(s.runAt))")
         if let finished = s.finishedAt { lines.append("  finished     \(Output.timestamp(finished))") }
         if let lockedBy = job.lockedBy {
-            lines.append("  locked by    \(lockedBy) until \(Output.timestamp(job.lockedUntil))")
+            lines.append("  locked by    \(Redaction.text(lockedBy)) until \(Output.timestamp(job.lockedUntil))")
         }
-        if let key = job.idempotencyKey { lines.append("  idempotency  \(key)") }
-        if let error = s.lastError { lines.append("  last error   \(Output.oneLine(error))") }
+        if let key = job.idempotencyKey { lines.append("  idempotency  \(Redaction.text(key))") }
+        if let error = s.lastError { lines.append("  last error   \(Redaction.message(error))") }
         print(lines.joined(separator: "\n"))
         print("")
         if job.attempts.isEmpty {
@@ -252,7 +267,7 @@ enum JobsOutput {
             rows.append([
                 String(attempt.attempt), Output.timestamp(attempt.startedAt),
                 String(format: "%.1f ms", attempt.durationMilliseconds), attempt.status.map(String.init) ?? "-",
-                Output.clip(Output.oneLine(attempt.error ?? ""), 60), attempt.worker,
+                Output.clip(Redaction.message(attempt.error ?? ""), 60), Redaction.text(attempt.worker),
             ])
         }
         print(TextTable.render(rows))

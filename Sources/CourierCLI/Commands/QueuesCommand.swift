@@ -7,6 +7,12 @@ struct QueuesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "queues",
         abstract: "List queues, pause and resume them, change their settings.",
+        discussion: """
+            Examples:
+              courier queues list
+              courier queues pause billing
+              courier queues set billing --max-attempts 5
+            """,
         subcommands: [List.self, Pause.self, Resume.self, Set.self]
     )
 
@@ -30,7 +36,8 @@ struct QueuesCommand: ParsableCommand {
             if output.json {
                 try Output.json(queues.map { queue -> [String: Any] in
                     [
-                        "name": queue.name, "paused": queue.paused, "max_attempts": Output.orNull(queue.maxAttempts),
+                        "name": Redaction.text(queue.name), "paused": queue.paused,
+                        "max_attempts": Output.orNull(queue.maxAttempts),
                         "retry_schedule_seconds": Output.orNull(queue.retrySchedule), "signed": queue.signed,
                         "max_in_flight": Output.orNull(queue.maxInFlight),
                     ]
@@ -44,7 +51,8 @@ struct QueuesCommand: ParsableCommand {
             var rows = [["NAME", "PAUSED", "MAX ATTEMPTS", "RETRY SCHEDULE", "SIGNED", "MAX IN FLIGHT"]]
             for queue in queues {
                 rows.append([
-                    queue.name, queue.paused ? "yes" : "no", queue.maxAttempts.map(String.init) ?? "default (10)",
+                    Redaction.text(queue.name), queue.paused ? "yes" : "no",
+                    queue.maxAttempts.map(String.init) ?? "default (10)",
                     Output.schedule(queue.retrySchedule), queue.signed ? "yes" : "no",
                     queue.maxInFlight.map(String.init) ?? "default",
                 ])

@@ -50,7 +50,7 @@ struct StatsCommand: ParsableCommand {
         [
             "queues": report.queues.map { q -> [String: Any] in
                 [
-                    "queue": q.queue, "paused": q.paused, "pending": q.pending, "running": q.running,
+                    "queue": Redaction.text(q.queue), "paused": q.paused, "pending": q.pending, "running": q.running,
                     "retrying": q.retrying, "dead": q.dead, "lag_seconds": (q.lagSeconds * 1000).rounded() / 1000,
                     "succeeded_last_hour": q.succeededLastHour, "dead_last_hour": q.deadLastHour,
                     "recent_attempts": q.recentAttempts, "latency_ms_p50": Output.orNull(q.p50Milliseconds),
@@ -67,7 +67,8 @@ struct StatsCommand: ParsableCommand {
         var rows = [["QUEUE", "PENDING", "RUNNING", "RETRYING", "DEAD", "LAG", "OK/1H", "DEAD/1H", "P50 MS", "P95 MS", "P99 MS"]]
         for q in report.queues {
             rows.append([
-                q.queue + (q.paused ? " (paused)" : ""), Output.count(q.pending), Output.count(q.running),
+                Redaction.text(q.queue) + (q.paused ? " (paused)" : ""), Output.count(q.pending),
+                Output.count(q.running),
                 Output.count(q.retrying), Output.count(q.dead), q.lagSeconds > 0 ? Output.duration(q.lagSeconds) : "0",
                 Output.count(q.succeededLastHour), Output.count(q.deadLastHour), ms(q.p50Milliseconds),
                 ms(q.p95Milliseconds), ms(q.p99Milliseconds),

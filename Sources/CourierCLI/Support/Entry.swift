@@ -1,4 +1,5 @@
 import ArgumentParser
+import CourierCore
 import Foundation
 import Postgres
 
@@ -17,16 +18,18 @@ public enum CourierMain {
     }
 
     /// Runs `courier` with `arguments` and returns the exit code (used by `main` and tests).
+    ///
+    /// Help (`--help`, `-h`, `courier help <command>`) and `--version` reach this function as
+    /// errors of swift-argument-parser, either from parsing or from running its `help`
+    /// command; both print to stdout and exit 0 (`exitCode(for:)` says which errors are
+    /// clean exits).
     public static func run(_ arguments: [String]) async -> Int32 {
+        ErrorRedaction.shared.remember(arguments: arguments)
         let command: any ParsableCommand
         do {
             command = try Courier.parseAsRoot(arguments)
         } catch {
-            let code = Courier.exitCode(for: error)
-            if code == .success {
-                print(Courier.fullMessage(for: error))
-                return 0
-            }
+            if let code = cleanExit(error) { return code }
             printError("error: " + oneLineUsage(Courier.message(for: error), arguments: arguments))
             return CourierExitCode.usage.rawValue
         }
@@ -49,9 +52,19 @@ public enum CourierMain {
             printError("error: \(error.message)")
             return CourierExitCode.usage.rawValue
         } catch {
+            if let code = cleanExit(error) { return code }
             printError("error: \(CLIError.describe(error))")
             return CourierExitCode.failure.rawValue
         }
+    }
+
+    /// Prints help or the version and returns 0 when `error` is swift-argument-parser's way of
+    /// asking for them; nil for real errors.
+    static func cleanExit(_ error: any Error) -> Int32? {
+        guard Courier.exitCode(for: error) == .success else { return nil }
+        let message = Courier.fullMessage(for: error)
+        if !message.isEmpty { print(message) }
+        return 0
     }
 
     /// Runs a synchronous command on a thread of its own: commands such as `worker` block for
@@ -100,9 +113,44 @@ public enum CourierMain {
         return text + " (see 'courier \(commands.isEmpty ? "" : commands + " ")--help')"
     }
 
+    /// Writes one line to stderr, redacted: the database URL's password (whether or not the
+    /// URL parses), URL credentials and secret parameters, control characters.
     static func printError(_ line: String) {
         if SignalCleanup.shared.isCleaning { return }
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        FileHandle.standardError.write(Data((ErrorRedaction.shared.redact(line) + "\n").utf8))
+    }
+}
+
+/// The connection strings this run could have used (`--database-url`, `COURIER_DATABASE_URL`),
+/// so that every error line can be scrubbed of their passwords: libpq quotes pieces of a
+/// connection string it cannot parse, and any command's error can carry such a message.
+final class ErrorRedaction: @unchecked Sendable {
+    static let shared = ErrorRedaction()
+    private let lock = NSLock()
+    private var conninfos: [String] = []
+
+    /// Notes the database URLs in `arguments` and the environment.
+    func remember(arguments: [String]) {
+        var found: [String] = []
+        if let url = ProcessInfo.processInfo.environment["COURIER_DATABASE_URL"], !url.isEmpty { found.append(url) }
+        var iterator = arguments.makeIterator()
+        while let argument = iterator.next() {
+            if argument == "--database-url", let value = iterator.next() {
+                found.append(value)
+            } else if argument.hasPrefix("--database-url=") {
+                found.append(String(argument.dropFirst("--database-url=".count)))
+            }
+        }
+        lock.withLock { conninfos = found }
+    }
+
+    /// `line` without secrets, on one line.
+    func redact(_ line: String) -> String {
+        var text = line
+        for conninfo in lock.withLock({ conninfos }) {
+            text = Redaction.connectionError(text, conninfo: conninfo)
+        }
+        return Redaction.message(text)
     }
 }
 

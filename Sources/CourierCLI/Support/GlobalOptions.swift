@@ -1,4 +1,5 @@
 import ArgumentParser
+import CourierCore
 import Foundation
 import Postgres
 
@@ -26,7 +27,8 @@ public struct DatabaseOptions: ParsableArguments, Sendable {
         do {
             return try PostgresConnection(resolvedURL, applicationName: "courier-cli")
         } catch let error as PostgresError {
-            throw CLIError(error.message)
+            // libpq quotes pieces of a connection string it cannot parse, password included.
+            throw CLIError(Redaction.connectionError(error.message, conninfo: resolvedURL))
         }
     }
 }

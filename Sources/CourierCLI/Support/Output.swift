@@ -9,15 +9,37 @@ import Foundation
 /// Printing helpers shared by the commands: JSON, times, durations, terminals.
 enum Output {
     /// Prints a JSON value (dictionaries, arrays, strings, numbers, NSNull) on one line, keys sorted.
+    /// Numbers JSON cannot hold (NaN, infinities) are printed as strings.
     static func json(_ value: Any) throws {
-        let data = try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])
+        let data = try JSONSerialization.data(
+            withJSONObject: jsonSafe(value), options: [.sortedKeys, .withoutEscapingSlashes])
         print(String(decoding: data, as: UTF8.self))
+    }
+
+    /// `value` with every non-finite number replaced by its text: a stored `duration_ms` of
+    /// `Infinity` must not stop a listing.
+    static func jsonSafe(_ value: Any) -> Any {
+        switch value {
+        case let dictionary as [String: Any]: return dictionary.mapValues(jsonSafe)
+        case let array as [Any]: return array.map(jsonSafe)
+        case let number as Double where !number.isFinite: return "\(number)"
+        case let number as Float where !number.isFinite: return "\(number)"
+        default: return value
+        }
     }
 
     /// ISO 8601 in UTC with milliseconds, e.g. `2026-11-22T23:40:01.123Z`.
     static func timestamp(_ date: Date?) -> String {
         guard let date else { return "-" }
         return timestampFormatter.string(from: date)
+    }
+
+    /// A stored time as ISO 8601, or as the server wrote it when it is no printable date
+    /// (`infinity`, year 200000); `-` for none.
+    static func timestamp(_ time: StoredTime?) -> String {
+        guard let time else { return "-" }
+        guard let date = time.date else { return Redaction.text(time.text) }
+        return timestamp(date)
     }
 
     nonisolated(unsafe) private static let timestampFormatter: ISO8601DateFormatter = {
@@ -29,11 +51,18 @@ enum Output {
     /// A JSON timestamp or null.
     static func jsonTime(_ date: Date?) -> Any { date.map { timestamp($0) } ?? NSNull() }
 
+    /// A JSON stored time (ISO 8601, or the server's text such as `infinity`) or null.
+    static func jsonTime(_ time: StoredTime?) -> Any { time.map { timestamp($0) } ?? NSNull() }
+
     /// A JSON value or null.
     static func orNull(_ value: (any Sendable)?) -> Any { value ?? NSNull() }
 
     /// Seconds as a short human duration: `850ms`, `12s`, `5m`, `2h30m`, `3d4h`.
     static func duration(_ seconds: Double) -> String {
+        // Stored schedules can hold anything an interval can; beyond a million years (or not
+        // finite, or negative) the number itself is the clearest display, and cannot trap.
+        guard seconds.isFinite else { return seconds.isNaN ? "NaN" : seconds > 0 ? "infinite" : "-infinite" }
+        guard seconds >= 0, seconds < 3.2e13 else { return String(format: "%.0fs", seconds) }
         if seconds < 1 { return "\(Int((seconds * 1000).rounded()))ms" }
         if seconds < 60 { return seconds == seconds.rounded() ? "\(Int(seconds))s" : String(format: "%.1fs", seconds) }
         let whole = Int(seconds.rounded())
@@ -52,10 +81,10 @@ enum Output {
         text.count <= limit ? text : String(text.prefix(limit - 1)) + "…"
     }
 
-    /// A single-line version of `text` (newlines and tabs as spaces).
+    /// A single-line version of `text` (newlines and tabs as spaces, other control characters
+    /// and terminal escapes removed).
     static func oneLine(_ text: String) -> String {
-        text.replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " ")
-            .replacingOccurrences(of: "\t", with: " ")
+        Redaction.oneLine(text)
     }
 
     /// Whether standard error is a terminal (progress is shown only there).

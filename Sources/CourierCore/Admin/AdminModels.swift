@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 
 /// A row of `courier jobs list` / `courier dead list`.
 public struct JobSummary: Sendable, Equatable {
@@ -10,9 +11,9 @@ public struct JobSummary: Sendable, Equatable {
     public var url: String
     public var attempt: Int
     public var maxAttempts: Int
-    public var runAt: Date
-    public var createdAt: Date
-    public var finishedAt: Date?
+    public var runAt: StoredTime
+    public var createdAt: StoredTime
+    public var finishedAt: StoredTime?
     public var lastStatus: Int?
     public var lastError: String?
 }
@@ -24,9 +25,9 @@ public struct JobDetail: Sendable {
     public var headers: [(String, String)]
     public var body: [UInt8]?
     public var retrySchedule: [Double]?
-    public var updatedAt: Date
+    public var updatedAt: StoredTime
     public var lockedBy: String?
-    public var lockedUntil: Date?
+    public var lockedUntil: StoredTime?
     public var idempotencyKey: String?
     public var attempts: [AttemptSummary]
 }
@@ -34,8 +35,8 @@ public struct JobDetail: Sendable {
 /// One row of a job's attempt history.
 public struct AttemptSummary: Sendable, Equatable {
     public var attempt: Int
-    public var startedAt: Date
-    public var finishedAt: Date
+    public var startedAt: StoredTime
+    public var finishedAt: StoredTime
     public var durationMilliseconds: Double
     public var status: Int?
     public var error: String?
@@ -142,24 +143,38 @@ public struct ImportProblem: Sendable, Equatable, Error {
     }
 }
 
-/// Which header values are secrets: never printed, replaced by a marker.
-public enum SecretHeaders {
-    /// Header names whose values are always hidden.
-    static let names: Set<String> = [
-        "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
-        "x-auth-token", "x-access-token", "webhook-signature", "x-hub-signature", "x-hub-signature-256",
-    ]
-    /// Parts of a name that mark a secret (`X-Shopify-Hmac-Sha256`, `X-Stripe-Secret`...).
-    static let fragments = ["token", "secret", "password", "passwd", "auth", "key", "signature", "hmac", "session"]
+/// A stored `timestamptz` as the CLI shows it: the date when Foundation can hold and print it,
+/// and always the server's own text.
+///
+/// Rows written around the API can hold `infinity`, `-infinity`, years past 9999 or before 1 AD;
+/// decoding such a value never fails, and it is shown as the server wrote it.
+public struct StoredTime: Sendable, Equatable, PostgresDecodable, CustomStringConvertible {
+    /// The date, or nil when the stored value is outside years 1 to 9999 (or not finite).
+    public let date: Date?
+    /// The server's text for the value (`2026-11-22 20:30:00.123+00`, `infinity`).
+    public let text: String
 
-    /// Whether `name` carries a secret.
-    public static func isSecret(_ name: String) -> Bool {
-        let lower = name.lowercased()
-        return names.contains(lower) || fragments.contains { lower.contains($0) }
+    /// Seconds since 1970 of 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z: the dates shown
+    /// as dates (and accepted from input by the CLI).
+    public static let range: ClosedRange<Double> = -62_135_596_800...253_402_300_799
+
+    /// A time known as a date (for tests and callers that have one).
+    public init(_ date: Date) {
+        self.date = date
+        text = PostgresTimestamp.format(date)
     }
 
-    /// The value to show: secrets become `<redacted, N bytes>`.
-    public static func display(name: String, value: String) -> String {
-        isSecret(name) ? "<redacted, \(value.utf8.count) bytes>" : value
+    init(text: String) {
+        self.text = text
+        if let date = PostgresTimestamp.parse(text), Self.range.contains(date.timeIntervalSince1970) {
+            self.date = date
+        } else {
+            self.date = nil
+        }
     }
+
+    /// Never nil: a value that is not a printable date keeps its text.
+    public static func decode(postgresText text: String) -> StoredTime? { StoredTime(text: text) }
+
+    public var description: String { text }
 }

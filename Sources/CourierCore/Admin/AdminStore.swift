@@ -132,7 +132,9 @@ public struct AdminStore {
             attempt: try row.decode(8), maxAttempts: try row.decode(9), runAt: try row.decode(11),
             createdAt: try row.decode(12), finishedAt: try row.decode(14), lastStatus: try row.decode(18),
             lastError: try row.decode(19))
-        let headers = try JobStore.decodeHeaders(try row.decode(6)).map { ($0.0, SecretHeaders.display(name: $0.0, value: $0.1)) }
+        let headers = try JobStore.decodeHeaders(try row.decode(6)).map {
+            ($0.0, Redaction.headerValue(name: $0.0, value: $0.1))
+        }
         let scheduleText: String? = try row.decode(10)
         let attempts = try connection.query(AdminStatements.jobAttempts, [id]).rows.map { row in
             AttemptSummary(

@@ -266,7 +266,9 @@ public enum AdminStatements {
     /// with the oldest due job's age in seconds (the lag).
     public static let statsActive = """
         SELECT queue, state::text, count(*),
-               extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8
+               -- Epochs subtracted rather than timestamps: a hand-written `-infinity` run_at then
+               -- shows as an infinite lag instead of failing the whole statement.
+               (extract(epoch FROM now()) - extract(epoch FROM min(run_at) FILTER (WHERE run_at <= now())))::float8
         FROM courier.jobs
         WHERE state IN ('pending', 'running', 'retrying', 'dead')
         GROUP BY queue, state

@@ -58,7 +58,7 @@ public struct JobStore {
                 do {
                     rows += try connection.queryCached(WorkerStatements.claimOne, [id, workerID, leaseMilliseconds]).rows
                 } catch let error as PostgresError where error.isRowDataError {
-                    let reason = "the worker cannot claim this row: \(error.message)"
+                    let reason = Redaction.message("the worker cannot claim this row: \(error.message)")
                     try connection.queryCached(WorkerStatements.quarantineDue, [id, reason])
                     out.quarantined.append(Quarantined(id: id, reason: reason))
                 }
@@ -71,7 +71,7 @@ public struct JobStore {
             do {
                 out.jobs.append(try Self.decodeClaimed(row))
             } catch {
-                let reason = "the worker cannot read this job: \(error)"
+                let reason = Redaction.message("the worker cannot read this job: \(error)")
                 try connection.queryCached(WorkerStatements.quarantineRunning, [id, attempt, workerID, reason])
                 out.quarantined.append(Quarantined(id: id, reason: reason))
             }
@@ -123,7 +123,8 @@ public struct JobStore {
                 do {
                     out.changed.formUnion(try completeBatch([record]))
                 } catch let error as PostgresError where error.isRowDataError {
-                    let reason = "the outcome of attempt \(record.attempt) could not be written: \(error.message)"
+                    let reason = Redaction.message(
+                        "the outcome of attempt \(record.attempt) could not be written: \(error.message)")
                     if try connection.queryCached(
                         WorkerStatements.quarantineRunning, [record.jobID, record.attempt, workerID, reason]
                     ).rowCount > 0 {

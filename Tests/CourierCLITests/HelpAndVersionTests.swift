@@ -1,0 +1,67 @@
+import CourierCLI
+import CourierCore
+import CourierTesting
+import Foundation
+import XCTest
+
+/// `--help`, `-h`, `courier help <command>` and `--version` through the real binary. These need
+/// no database: help never connects.
+final class HelpAndVersionTests: XCTestCase {
+    private func run(_ arguments: [String]) throws -> CommandResult {
+        try CourierRunner.run(arguments, databaseURL: nil)
+    }
+
+    private func assertHelp(_ arguments: [String], file: StaticString = #filePath, line: UInt = #line) throws {
+        let result = try run(arguments)
+        let shown = arguments.joined(separator: " ")
+        XCTAssertEqual(result.status, 0, "courier \(shown): \(result.stderr)", file: file, line: line)
+        XCTAssertEqual(result.stderr, "", "courier \(shown)", file: file, line: line)
+        XCTAssertTrue(
+            result.stdout.contains("USAGE: courier"), "courier \(shown): \(result.stdout)", file: file, line: line)
+        XCTAssertTrue(result.stdout.contains("Example"), "courier \(shown) shows no example", file: file, line: line)
+        XCTAssertFalse(result.stdout.contains("CommandError"), file: file, line: line)
+    }
+
+    func testEveryCommandAndSubcommandHasHelpWithAnExample() throws {
+        let paths = Courier.allCommandPaths
+        // The tree as configured; a new command shows up here without editing this test.
+        for expected in [["jobs", "list"], ["queues", "set"], ["enqueue"]] { XCTAssertTrue(paths.contains(expected)) }
+        XCTAssertGreaterThanOrEqual(paths.count, 20)
+        try assertHelp(["--help"])
+        try assertHelp(["-h"])
+        try assertHelp(["help"])
+        for path in paths {
+            try assertHelp(path + ["--help"])
+            try assertHelp(path + ["-h"])
+            try assertHelp(["help"] + path)
+        }
+    }
+
+    func testHelpNamesTheCommandItDescribes() throws {
+        let result = try run(["jobs", "show", "--help"])
+        XCTAssertTrue(result.stdout.contains("USAGE: courier jobs show"), result.stdout)
+        let viaHelp = try run(["help", "dead", "requeue"])
+        XCTAssertTrue(viaHelp.stdout.contains("USAGE: courier dead requeue"), viaHelp.stdout)
+    }
+
+    func testVersionPrintsTheVersionAndTheSchemaItExpects() throws {
+        let result = try run(["--version"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stderr, "")
+        let schema = EmbeddedMigrations.all.map(\.version).max() ?? 0
+        XCTAssertGreaterThan(schema, 0)
+        XCTAssertEqual(
+            result.stdout.trimmingCharacters(in: .whitespacesAndNewlines),
+            "courier \(CourierVersion.number) (schema \(schema))")
+    }
+
+    func testUnknownCommandsAndFlagsAreStillUsageErrors() throws {
+        let unknown = try run(["frobnicate"])
+        XCTAssertEqual(unknown.status, 2, unknown.stderr)
+        XCTAssertEqual(unknown.stderr.split(separator: "\n").count, 1, unknown.stderr)
+        XCTAssertTrue(unknown.stderr.hasPrefix("error: "), unknown.stderr)
+        let badFlag = try run(["jobs", "list", "--no-such-flag"])
+        XCTAssertEqual(badFlag.status, 2, badFlag.stderr)
+        XCTAssertTrue(badFlag.stderr.contains("--no-such-flag"), badFlag.stderr)
+    }
+}

@@ -1,0 +1,213 @@
+import CourierTesting
+import Foundation
+import Postgres
+import XCTest
+
+/// Keepalives, timeouts and session settings: what `Settings` sets, what the URL overrides,
+/// and that statements behave the same on the deadline (asynchronous) path.
+final class ConnectionSettingsTests: XCTestCase {
+    private var url: String!
+
+    override func setUpWithError() throws {
+        url = try TestDatabase.serverURL()
+    }
+
+    private func withQuery(_ query: String) -> String {
+        url + (url.contains("?") ? "&" : "?") + query
+    }
+
+    private func show(_ connection: PostgresConnection, _ setting: String) throws -> String {
+        // SHOW cannot take a parameter; current_setting can.
+        try connection.query("SELECT current_setting($1)", [setting])[0].decode(0, as: String.self)
+    }
+
+    func testWorkerSettingsReachLibpqAndTheSession() throws {
+        let connection = try PostgresConnection(url, settings: .worker)
+        defer { connection.close() }
+        XCTAssertEqual(connection.connectionParameter("keepalives"), "1")
+        XCTAssertEqual(connection.connectionParameter("keepalives_idle"), "10")
+        XCTAssertEqual(connection.connectionParameter("keepalives_interval"), "5")
+        XCTAssertEqual(connection.connectionParameter("keepalives_count"), "3")
+        XCTAssertEqual(connection.connectionParameter("tcp_user_timeout"), "20000")
+        XCTAssertEqual(connection.connectionParameter("connect_timeout"), "10")
+        XCTAssertEqual(try show(connection, "statement_timeout"), "15s")
+        XCTAssertEqual(try show(connection, "idle_in_transaction_session_timeout"), "1min")
+        XCTAssertEqual(PostgresConnection.Settings.worker.queryTimeout, 20)
+        // The session setup still runs (timestamps decode in UTC, ISO).
+        XCTAssertEqual(try show(connection, "TimeZone"), "UTC")
+    }
+
+    func testDefaultSettingsLeaveLibpqAndTheServerAlone() throws {
+        let connection = try PostgresConnection(url)
+        defer { connection.close() }
+        XCTAssertEqual(connection.settings, .default)
+        XCTAssertNil(connection.connectionParameter("keepalives_idle"))
+        XCTAssertNil(connection.connectionParameter("tcp_user_timeout"))
+        XCTAssertNil(connection.connectionParameter("connect_timeout"))
+        XCTAssertNil(connection.connectionParameter("options"))
+        XCTAssertEqual(try show(connection, "statement_timeout"), "0")
+        XCTAssertEqual(try show(connection, "idle_in_transaction_session_timeout"), "0")
+    }
+
+    func testURLOverridesEverySetting() throws {
+        let overriding = withQuery(
+            "keepalives_idle=7&keepalives_interval=2&keepalives_count=9&tcp_user_timeout=4000&connect_timeout=3"
+                + "&options=-c%20statement_timeout%3D5s%20-c%20idle_in_transaction_session_timeout%3D6s")
+        let connection = try PostgresConnection(overriding, settings: .worker)
+        defer { connection.close() }
+        XCTAssertEqual(connection.connectionParameter("keepalives_idle"), "7")
+        XCTAssertEqual(connection.connectionParameter("keepalives_interval"), "2")
+        XCTAssertEqual(connection.connectionParameter("keepalives_count"), "9")
+        XCTAssertEqual(connection.connectionParameter("tcp_user_timeout"), "4000")
+        XCTAssertEqual(connection.connectionParameter("connect_timeout"), "3")
+        XCTAssertEqual(try show(connection, "statement_timeout"), "5s")
+        XCTAssertEqual(try show(connection, "idle_in_transaction_session_timeout"), "6s")
+    }
+
+    func testURLOverridesOneSettingAndKeepsTheOthers() throws {
+        let connection = try PostgresConnection(
+            withQuery("keepalives_idle=7&connect_timeout=3&options=-c%20search_path%3Dpg_catalog"), settings: .worker)
+        defer { connection.close() }
+        XCTAssertEqual(connection.connectionParameter("keepalives_idle"), "7")
+        XCTAssertEqual(connection.connectionParameter("connect_timeout"), "3")
+        XCTAssertEqual(connection.connectionParameter("keepalives_interval"), "5")
+        XCTAssertEqual(connection.connectionParameter("tcp_user_timeout"), "20000")
+        // The URL's own options are kept, and ours still apply where it says nothing.
+        XCTAssertEqual(try show(connection, "search_path"), "pg_catalog")
+        XCTAssertEqual(try show(connection, "statement_timeout"), "15s")
+        XCTAssertEqual(try show(connection, "idle_in_transaction_session_timeout"), "1min")
+    }
+
+    func testKeyValueConninfoOverridesToo() throws {
+        guard let components = URLComponents(string: url), let host = components.host else {
+            return XCTFail("expected a URL in COURIER_TEST_DATABASE_URL: \(url!)")
+        }
+        var conninfo = "host=\(host) port=\(components.port ?? 5432) dbname=postgres"
+        if let user = components.user { conninfo += " user=\(user)" }
+        conninfo += " keepalives_count=4 options='-c statement_timeout=2500'"
+        let connection = try PostgresConnection(conninfo, settings: .worker)
+        defer { connection.close() }
+        XCTAssertEqual(connection.connectionParameter("keepalives_count"), "4")
+        XCTAssertEqual(connection.connectionParameter("keepalives_idle"), "10")
+        XCTAssertEqual(try show(connection, "statement_timeout"), "2500ms")
+        XCTAssertEqual(try show(connection, "idle_in_transaction_session_timeout"), "1min")
+    }
+
+    func testReconnectKeepsTheSettings() throws {
+        let connection = try PostgresConnection(url, settings: .worker)
+        defer { connection.close() }
+        try connection.reconnect()
+        XCTAssertEqual(try show(connection, "statement_timeout"), "15s")
+        XCTAssertEqual(connection.connectionParameter("keepalives_idle"), "10")
+    }
+
+    func testOutOfRangeValuesAreClampedNotPassedThrough() throws {
+        let settings = PostgresConnection.Settings(
+            keepalivesIdle: -5, keepalivesInterval: 0.2, keepalivesCount: 0, tcpUserTimeout: .infinity,
+            connectTimeout: .nan, statementTimeout: 0.0001, idleInTransactionSessionTimeout: 1e12,
+            queryTimeout: 5)
+        let connection = try PostgresConnection(url, settings: settings)
+        defer { connection.close() }
+        // libpq reads 0 as "the kernel's default" or "no limit", so nothing rounds down to it.
+        XCTAssertEqual(connection.connectionParameter("keepalives_idle"), "1")
+        XCTAssertEqual(connection.connectionParameter("keepalives_interval"), "1")
+        XCTAssertEqual(connection.connectionParameter("keepalives_count"), "1")
+        XCTAssertEqual(connection.connectionParameter("tcp_user_timeout"), "2147483647")
+        XCTAssertEqual(connection.connectionParameter("connect_timeout"), "1")
+        XCTAssertEqual(try show(connection, "statement_timeout"), "1ms")
+        XCTAssertEqual(try show(connection, "idle_in_transaction_session_timeout"), "2147483647ms")
+    }
+
+    func testThePasswordIsNeverReturnedAsAParameter() throws {
+        let connection = try PostgresConnection(url, settings: .worker)
+        defer { connection.close() }
+        XCTAssertNil(connection.connectionParameter("password"))
+        XCTAssertNil(connection.connectionParameter("no_such_keyword"))
+    }
+
+    func testServerStatementTimeoutFailsTheStatementBeforeTheDeadline() throws {
+        let connection = try PostgresConnection(
+            url, settings: PostgresConnection.Settings(statementTimeout: 0.2, queryTimeout: 10))
+        defer { connection.close() }
+        XCTAssertThrowsError(try connection.query("SELECT pg_sleep(5)")) { error in
+            let pgError = error as? PostgresError
+            XCTAssertEqual(pgError?.sqlState, "57014", "\(error)")
+            XCTAssertFalse(pgError?.isConnectionError ?? true)
+        }
+        // A cancelled statement leaves the connection usable.
+        XCTAssertTrue(connection.isOpen)
+        XCTAssertEqual(try connection.query("SELECT 1")[0].decode(0, as: Int.self), 1)
+    }
+
+    func testIdleInTransactionTimeoutEndsTheSessionAsAConnectionError() throws {
+        let connection = try PostgresConnection(
+            url, settings: PostgresConnection.Settings(idleInTransactionSessionTimeout: 0.2, queryTimeout: 5))
+        defer { connection.close() }
+        try connection.simpleQuery("BEGIN")
+        Thread.sleep(forTimeInterval: 1)
+        XCTAssertThrowsError(try connection.query("SELECT 1")) { error in
+            XCTAssertTrue((error as? PostgresError)?.isConnectionError == true, "\(error)")
+        }
+        try connection.reconnect()
+        XCTAssertEqual(try connection.query("SELECT 1")[0].decode(0, as: Int.self), 1)
+    }
+
+    func testSetLocalInsideATransactionWorksUnderTheDeadline() throws {
+        // The worker's claim: several SET LOCAL in one simple query, then the claim itself.
+        let connection = try PostgresConnection(url, settings: .worker)
+        defer { connection.close() }
+        let inside = try connection.transaction { conn -> String in
+            try conn.simpleQuery("SET LOCAL synchronous_commit = off; SET LOCAL enable_sort = off")
+            return try conn.query("SELECT current_setting('enable_sort') || current_setting('synchronous_commit')")[0]
+                .decode(0, as: String.self)
+        }
+        XCTAssertEqual(inside, "offoff")
+        XCTAssertEqual(try show(connection, "enable_sort"), "on")
+    }
+
+    func testSeveralStatementsReportTheirErrorAndKeepTheConnection() throws {
+        let connection = try PostgresConnection(url, settings: .worker)
+        defer { connection.close() }
+        try connection.simpleQuery("CREATE TEMP TABLE several (n int); INSERT INTO several VALUES (1); SELECT 1")
+        XCTAssertThrowsError(
+            try connection.simpleQuery("INSERT INTO several VALUES (2); SELEC 3; INSERT INTO several VALUES (4)")
+        ) { error in
+            XCTAssertEqual((error as? PostgresError)?.sqlState, "42601", "\(error)")
+        }
+        // The script ran as one implicit transaction and stopped at the error.
+        XCTAssertEqual(try connection.query("SELECT count(*) FROM several")[0].decode(0, as: Int.self), 1)
+        // The server parses the whole text first, then stops at the first failing statement.
+        XCTAssertThrowsError(try connection.simpleQuery("SELECT 1; SELECT 1/0; SELECT 2")) { error in
+            XCTAssertEqual((error as? PostgresError)?.sqlState, "22012", "\(error)")
+        }
+        XCTAssertTrue(connection.isOpen)
+    }
+
+    func testTheDeadlinePathReturnsWhatTheBlockingPathReturns() throws {
+        let blocking = try PostgresConnection(url)
+        let deadline = try PostgresConnection(url, settings: .worker)
+        defer {
+            blocking.close()
+            deadline.close()
+        }
+        let bytes: [UInt8] = [0, 1, 0, 255, 0, 10, 13, 0]
+        let text = "Grüße, 世界 🚀 \u{200B}é"
+        for connection in [blocking, deadline] {
+            let row = try connection.queryCached(
+                "SELECT $1::text, $2::bytea, $3::bigint, $4::text IS NULL, $5::timestamptz",
+                [text, bytes, Int64.min, String?.none, Date(timeIntervalSince1970: 1_700_000_000.25)])[0]
+            XCTAssertEqual(try row.decode(0, as: String.self), text)
+            XCTAssertEqual(try row.decode(1, as: [UInt8].self), bytes)
+            XCTAssertEqual(try row.decode(2, as: Int64.self), Int64.min)
+            XCTAssertEqual(try row.decode(3, as: Bool.self), true)
+            XCTAssertEqual(try row.decode(4, as: Date.self), Date(timeIntervalSince1970: 1_700_000_000.25))
+            XCTAssertEqual(try connection.query("SELECT 1 WHERE false").rowCount, 0)
+            XCTAssertThrowsError(try connection.query("SELECT $1::int", ["nope"])) { error in
+                XCTAssertEqual((error as? PostgresError)?.sqlState, "22P02", "\(error)")
+            }
+            try connection.simpleQuery("CREATE TEMP TABLE IF NOT EXISTS affected (n int)")
+            XCTAssertEqual(try connection.query("INSERT INTO affected SELECT generate_series(1, 3)").affectedRows, 3)
+            XCTAssertNoThrow(try connection.simpleQuery(""))
+        }
+    }
+}
