@@ -300,6 +300,24 @@ final class HandWrittenRowWireTests: XCTestCase {
         probe?.close()
     }
 
+    /// A real worker on this test's queue, private targets allowed (the receivers are on loopback).
+    private func startWorker(totalTimeout: Double) throws {
+        var http = HTTPDelivererConfiguration()
+        http.allowPrivateTargets = true
+        http.totalTimeout = totalTimeout
+        var logger = Logger(label: "test.wire")
+        logger.logLevel = .critical
+        let deliverer = HTTPDeliverer(configuration: http, logger: logger)
+        self.deliverer = deliverer
+        let pool = WorkerPool(
+            databaseURL: url,
+            configuration: WorkerConfiguration(
+                workerID: "wire-\(queue!)", queues: [queue], concurrency: 8, pollInterval: 0.1),
+            deliverer: deliverer, logger: logger)
+        try pool.start()
+        self.pool = pool
+    }
+
     func testSmugglingAndCrashingRowsGoDeadWithoutAByteOnTheWire() async throws {
         let receiver = try await RawTCPServer.start(script: .respond(RawTCPServer.responseHead(contentLength: 0)))
         let healthyReceiver = try await RawTCPServer.start(
@@ -326,20 +344,7 @@ final class HandWrittenRowWireTests: XCTestCase {
         ]
         let healthy = try probe.enqueue(url: "http://127.0.0.1:\(healthyReceiver.port)/ok", queue: queue)
 
-        var http = HTTPDelivererConfiguration()
-        http.allowPrivateTargets = true
-        http.totalTimeout = 5
-        var logger = Logger(label: "test.wire")
-        logger.logLevel = .critical
-        let deliverer = HTTPDeliverer(configuration: http, logger: logger)
-        self.deliverer = deliverer
-        let pool = WorkerPool(
-            databaseURL: url,
-            configuration: WorkerConfiguration(
-                workerID: "wire-\(queue!)", queues: [queue], concurrency: 8, pollInterval: 0.1),
-            deliverer: deliverer, logger: logger)
-        try pool.start()
-        self.pool = pool
+        try startWorker(totalTimeout: 5)
 
         XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 20), "jobs still unsettled")
         for (id, reason) in poison {
@@ -362,21 +367,8 @@ final class HandWrittenRowWireTests: XCTestCase {
         servers = [receiver]
         let id = try probe.enqueue(url: "http://127.0.0.1:\(receiver.port)/slow", queue: queue, maxAttempts: 1)
 
-        var http = HTTPDelivererConfiguration()
-        http.allowPrivateTargets = true
-        http.totalTimeout = 2
-        var logger = Logger(label: "test.wire")
-        logger.logLevel = .critical
-        let deliverer = HTTPDeliverer(configuration: http, logger: logger)
-        self.deliverer = deliverer
-        let pool = WorkerPool(
-            databaseURL: url,
-            configuration: WorkerConfiguration(
-                workerID: "wire-\(queue!)", queues: [queue], concurrency: 8, pollInterval: 0.1),
-            deliverer: deliverer, logger: logger)
         let start = ContinuousClock.now
-        try pool.start()
-        self.pool = pool
+        try startWorker(totalTimeout: 2)
 
         // Total timeout 2 s + 5 s: before, the 300-byte trickle kept the job running for 300 s.
         XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 7), "still running after 7 s")

@@ -8,6 +8,7 @@ import XCTest
 final class TransportWireSafetyTests: XCTestCase {
     private var servers: [RawTCPServer] = []
     private var transport: AsyncHTTPClientTransport!
+    private var extraTransports: [AsyncHTTPClientTransport] = []
 
     override func setUp() async throws {
         var configuration = AsyncHTTPClientTransport.Configuration()
@@ -18,6 +19,7 @@ final class TransportWireSafetyTests: XCTestCase {
 
     override func tearDown() async throws {
         try await transport?.shutdown()
+        for extra in extraTransports { try await extra.shutdown() }
         for server in servers { try await server.stop() }
         servers = []
     }
@@ -187,6 +189,7 @@ final class TransportWireSafetyTests: XCTestCase {
         var configuration = AsyncHTTPClientTransport.Configuration()
         configuration.maximumPinnedClients = 2
         let small = AsyncHTTPClientTransport(configuration: configuration)
+        extraTransports.append(small)
         let server = try await server(.respond(RawTCPServer.responseHead(contentLength: 0)))
         for name in ["a", "b", "c", "d"] {
             let request = OutboundRequest(
@@ -195,6 +198,28 @@ final class TransportWireSafetyTests: XCTestCase {
             XCTAssertEqual(response.status, 200)
             XCTAssertLessThanOrEqual(small.pinnedClientCount, 2)
         }
-        try await small.shutdown()
+    }
+
+    func testEvictedPinnedClientFinishesItsRequestInFlight() async throws {
+        var configuration = AsyncHTTPClientTransport.Configuration()
+        configuration.maximumPinnedClients = 1
+        configuration.totalTimeout = .seconds(5)
+        let small = AsyncHTTPClientTransport(configuration: configuration)
+        extraTransports.append(small)
+        let body = Array("slow answer".utf8)
+        // About 0.5 s to answer, so the second pair evicts the first while its request runs.
+        let slow = try await server(
+            .trickle(RawTCPServer.responseHead(contentLength: body.count) + body, interval: 0.007))
+        let fast = try await server(.respond(RawTCPServer.responseHead(contentLength: 0)))
+        async let first = small.send(
+            OutboundRequest(method: "GET", url: "http://a.invalid:\(slow.port)/", connectAddress: "127.0.0.1"))
+        try await Task.sleep(for: .milliseconds(150))
+        let second = try await small.send(
+            OutboundRequest(method: "GET", url: "http://b.invalid:\(fast.port)/", connectAddress: "127.0.0.1"))
+        XCTAssertEqual(second.status, 200)
+        XCTAssertEqual(small.pinnedClientCount, 1)
+        let answer = try await first
+        XCTAssertEqual(answer.status, 200, "the evicted client was shut down under its request")
+        XCTAssertEqual(answer.bodyExcerpt, body)
     }
 }

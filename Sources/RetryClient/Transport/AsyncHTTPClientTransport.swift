@@ -91,14 +91,19 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     /// Closes the pool; call once before the transport is released.
     public func shutdown() async throws {
-        try await pinnedClients.shutdown()
+        // Close the shared client even when a pinned one fails: an unclosed client traps.
+        var pinnedFailure: (any Error)?
+        do { try await pinnedClients.shutdown() } catch { pinnedFailure = error }
         try await client.shutdown()
+        if let pinnedFailure { throw pinnedFailure }
     }
 
     /// Closes the pool, blocking the calling thread; never call it on an event loop.
     public func syncShutdown() throws {
-        try pinnedClients.syncShutdown()
+        var pinnedFailure: (any Error)?
+        do { try pinnedClients.syncShutdown() } catch { pinnedFailure = error }
         try client.syncShutdown()
+        if let pinnedFailure { throw pinnedFailure }
     }
 
     /// Sends `request` once and returns the status, headers and at most

@@ -92,14 +92,23 @@ final class PinnedClientCache: @unchecked Sendable {
         if let idleRetired { Self.shutDownInBackground(idleRetired) }
     }
 
-    /// Closes every client; later ``acquire(host:address:)`` calls fail.
+    /// Closes every client, even when one fails to close (a client released unclosed traps);
+    /// rethrows the first failure. Later ``acquire(host:address:)`` calls fail.
     func shutdown() async throws {
-        for client in takeAll() { try await client.shutdown() }
+        var failure: (any Error)?
+        for client in takeAll() {
+            do { try await client.shutdown() } catch { failure = failure ?? error }
+        }
+        if let failure { throw failure }
     }
 
-    /// Closes every client, blocking the calling thread.
+    /// Closes every client like ``shutdown()``, blocking the calling thread.
     func syncShutdown() throws {
-        for client in takeAll() { try client.syncShutdown() }
+        var failure: (any Error)?
+        for client in takeAll() {
+            do { try client.syncShutdown() } catch { failure = failure ?? error }
+        }
+        if let failure { throw failure }
     }
 
     private func takeAll() -> [HTTPClient] {
