@@ -269,39 +269,6 @@ final class WorkerUnderStressTests: XCTestCase {
         }
     }
 
-    func testAReceiverThatTricklesItsBodyIsCutOffAtTheTotalTimeout() async throws {
-        let trickler = try TricklingServer()
-        defer { trickler.stop() }
-        let id = try probe.enqueue(url: "http://127.0.0.1:\(trickler.port)/slow", queue: queue, maxAttempts: 3)
-        var http = HTTPDelivererConfiguration()
-        http.allowPrivateTargets = true
-        http.totalTimeout = 2
-        var logger = Logger(label: "test.worker")
-        logger.logLevel = .critical
-        let deliverer = HTTPDeliverer(configuration: http, logger: logger)
-        deliverers.append(deliverer)
-        let pool = WorkerPool(
-            databaseURL: url,
-            configuration: WorkerConfiguration(workerID: "trickle", queues: [queue], pollInterval: 0.1),
-            deliverer: deliverer, logger: logger)
-        try pool.start()
-        pools.append(pool)
-        let deadline = Date().addingTimeInterval(30)
-        while trickler.firstRequestAt == nil, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
-        let sentAt = try XCTUnwrap(trickler.firstRequestAt, "the worker never connected")
-        var state = "running"
-        while Date() < deadline {
-            state = try probe.job(id).state
-            if state != "running" && state != "pending" { break }
-            try await Task.sleep(nanoseconds: 50_000_000)
-        }
-        let settledAfter = Date().timeIntervalSince(sentAt)
-        XCTAssertTrue(["retrying", "dead"].contains(state), "state \(state)")
-        XCTAssertLessThanOrEqual(settledAfter, 2 + 5, "settled \(settledAfter) s after the request (total timeout 2 s)")
-        let lastError = try probe.job(id).lastError ?? ""
-        XCTAssertTrue(lastError.contains("timeout"), lastError)
-    }
-
     // MARK: systemd
 
     /// A datagram socket standing in for systemd's `NOTIFY_SOCKET`.
@@ -417,80 +384,5 @@ final class WorkerUnderStressTests: XCTestCase {
         XCTAssertTrue(pings.contains { $0 > stuckUntil }, "the watchdog pings did not resume")
         service.requestStop()
         XCTAssertEqual(finished.wait(timeout: .now() + 30), .success)
-    }
-}
-
-/// A receiver that answers the head at once and then sends its body one byte per second.
-private final class TricklingServer: @unchecked Sendable {
-    let port: Int
-    private let listener: Int32
-    private let lock = NSLock()
-    private var stopped = false
-    private var first: Date?
-
-    var firstRequestAt: Date? { lock.withLock { first } }
-
-    init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.listener = listener
-        var one: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(listener, 16) == 0 else { throw POSIXError(.EADDRINUSE) }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
-        Thread.detachNewThread { [self] in acceptLoop() }
-    }
-
-    private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 { return }
-            Thread.detachNewThread { [self] in serve(client) }
-        }
-    }
-
-    private func serve(_ client: Int32) {
-        defer { close(client) }
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        var received: [UInt8] = []
-        while !received.containsHeadEnd {
-            let n = recv(client, &buffer, buffer.count, 0)
-            if n <= 0 { return }
-            received += buffer[0..<n]
-        }
-        lock.withLock { if first == nil { first = Date() } }
-        let head = Array("HTTP/1.1 200 OK\r\nContent-Length: 120\r\n\r\n".utf8)
-        guard send(client, head, head.count, Int32(MSG_NOSIGNAL)) == head.count else { return }
-        for _ in 0..<120 {
-            if lock.withLock({ stopped }) { return }
-            Thread.sleep(forTimeInterval: 1)
-            if send(client, [UInt8(ascii: "x")], 1, Int32(MSG_NOSIGNAL)) != 1 { return }
-        }
-    }
-
-    func stop() {
-        lock.withLock { stopped = true }
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-    }
-}
-
-extension Array where Element == UInt8 {
-    fileprivate var containsHeadEnd: Bool {
-        guard count >= 4 else { return false }
-        for i in 0...(count - 4) where self[i] == 13 && self[i + 1] == 10 && self[i + 2] == 13 && self[i + 3] == 10 {
-            return true
-        }
-        return false
     }
 }
