@@ -50,7 +50,15 @@ class CLITestCase: XCTestCase {
                 try connection.simpleQuery("ALTER TABLE \(table) DROP CONSTRAINT \(quoted)")
             }
         }
-        // The row checks that are triggers (url, method, headers) go too; the wake-up stays.
+        // The row checks that are triggers (url, method, headers) are switched off too; the
+        // wake-up stays. `setRowTriggers(enabled: true)` switches them back on.
+        try setRowTriggers(enabled: false)
+    }
+
+    /// Switches the row-check triggers of `courier.jobs` on or off (never the wake-up trigger).
+    /// `courier.enqueue` relies on them to check a request, so a test that wrote rows around
+    /// the checks turns them back on before it enqueues through the API again.
+    func setRowTriggers(enabled: Bool) throws {
         let triggers = try connection.query(
             """
             SELECT tgname FROM pg_trigger
@@ -58,7 +66,8 @@ class CLITestCase: XCTestCase {
             """
         ).rows.map { try $0.decode(0, as: String.self) }
         for name in triggers {
-            try connection.simpleQuery("DROP TRIGGER \(try connection.quoteIdentifier(name)) ON courier.jobs")
+            let quoted = try connection.quoteIdentifier(name)
+            try connection.simpleQuery("ALTER TABLE courier.jobs \(enabled ? "ENABLE" : "DISABLE") TRIGGER \(quoted)")
         }
     }
 

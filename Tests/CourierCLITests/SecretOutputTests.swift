@@ -109,7 +109,9 @@ final class SecretOutputTests: CLITestCase {
         XCTAssertTrue(shown.stdout.contains("token=***"), shown.stdout)
         XCTAssertTrue(shown.stdout.contains("X-Tenant: 7"), shown.stdout)
 
-        // Errors that quote the input: a refused URL and refused JSONL lines.
+        // Errors that quote the input: a refused URL and refused JSONL lines (with the request
+        // checks of courier.jobs back on).
+        try setRowTriggers(enabled: true)
         let refused = try record(
             ["enqueue", "--url", "ftp://PlantedUser8:PlantedDbPass2@example.com/?token=PlantedToken5"],
             databaseURL: databaseURL)

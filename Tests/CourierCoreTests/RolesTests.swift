@@ -180,7 +180,7 @@ final class RolesTests: XCTestCase {
         XCTAssertEqual(again.count, 1)
         try owner.query("UPDATE courier.jobs SET locked_until = now() - interval '1 second' WHERE id = $1", [again[0].id])
         try owner.query("UPDATE courier.jobs SET finished_at = now() - interval '30 days' WHERE state = 'succeeded'")
-        let report = try XCTUnwrap(try store.maintain(retentionSeconds: 86_400))
+        let report = try XCTUnwrap(try store.maintain(retentionSeconds: 86_400, leaseMilliseconds: 1))
         XCTAssertEqual(report.rescuedToRetrying + report.rescuedToDead, 1)
         XCTAssertEqual(report.deletedSucceeded, 1)
 
