@@ -16,6 +16,7 @@ import Foundation
 /// closes everything.
 ///
 /// One thread runs a `poll(2)` loop over all sockets; the control calls wake it through a pipe.
+/// That thread keeps the proxy alive until `stop()`, so call it (in `tearDown`).
 public final class TCPProxy: @unchecked Sendable {
     /// The port the proxy listens on (127.0.0.1).
     public let port: Int
@@ -72,8 +73,6 @@ public final class TCPProxy: @unchecked Sendable {
         }
         try self.init(targetHost: host, targetPort: components.port ?? 5432)
     }
-
-    deinit { stop() }
 
     /// `databaseURL` with its host and port replaced by the proxy's.
     public func url(for databaseURL: String) throws -> String {

@@ -21,32 +21,41 @@ final class ConnectionSettingsTests: XCTestCase {
         try connection.query("SELECT current_setting($1)", [setting])[0].decode(0, as: String.self)
     }
 
+    /// Checks the values libpq uses (`PQconninfo`) and the session's settings (`current_setting`).
+    private func assertEffective(
+        _ connection: PostgresConnection, libpq: KeyValuePairs<String, String?>,
+        session: KeyValuePairs<String, String>, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        for (keyword, value) in libpq {
+            XCTAssertEqual(connection.connectionParameter(keyword), value, keyword, file: file, line: line)
+        }
+        for (setting, value) in session {
+            XCTAssertEqual(try show(connection, setting), value, setting, file: file, line: line)
+        }
+    }
+
     func testWorkerSettingsReachLibpqAndTheSession() throws {
         let connection = try PostgresConnection(url, settings: .worker)
         defer { connection.close() }
-        XCTAssertEqual(connection.connectionParameter("keepalives"), "1")
-        XCTAssertEqual(connection.connectionParameter("keepalives_idle"), "10")
-        XCTAssertEqual(connection.connectionParameter("keepalives_interval"), "5")
-        XCTAssertEqual(connection.connectionParameter("keepalives_count"), "3")
-        XCTAssertEqual(connection.connectionParameter("tcp_user_timeout"), "20000")
-        XCTAssertEqual(connection.connectionParameter("connect_timeout"), "10")
-        XCTAssertEqual(try show(connection, "statement_timeout"), "15s")
-        XCTAssertEqual(try show(connection, "idle_in_transaction_session_timeout"), "1min")
+        // The session setup still runs too (timestamps decode in UTC, ISO).
+        try assertEffective(
+            connection,
+            libpq: [
+                "keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5", "keepalives_count": "3",
+                "tcp_user_timeout": "20000", "connect_timeout": "10",
+            ],
+            session: ["statement_timeout": "15s", "idle_in_transaction_session_timeout": "1min", "TimeZone": "UTC"])
         XCTAssertEqual(PostgresConnection.Settings.worker.queryTimeout, 20)
-        // The session setup still runs (timestamps decode in UTC, ISO).
-        XCTAssertEqual(try show(connection, "TimeZone"), "UTC")
     }
 
     func testDefaultSettingsLeaveLibpqAndTheServerAlone() throws {
         let connection = try PostgresConnection(url)
         defer { connection.close() }
         XCTAssertEqual(connection.settings, .default)
-        XCTAssertNil(connection.connectionParameter("keepalives_idle"))
-        XCTAssertNil(connection.connectionParameter("tcp_user_timeout"))
-        XCTAssertNil(connection.connectionParameter("connect_timeout"))
-        XCTAssertNil(connection.connectionParameter("options"))
-        XCTAssertEqual(try show(connection, "statement_timeout"), "0")
-        XCTAssertEqual(try show(connection, "idle_in_transaction_session_timeout"), "0")
+        try assertEffective(
+            connection,
+            libpq: ["keepalives_idle": nil, "tcp_user_timeout": nil, "connect_timeout": nil, "options": nil],
+            session: ["statement_timeout": "0", "idle_in_transaction_session_timeout": "0"])
     }
 
     func testURLOverridesEverySetting() throws {
@@ -55,27 +64,29 @@ final class ConnectionSettingsTests: XCTestCase {
                 + "&options=-c%20statement_timeout%3D5s%20-c%20idle_in_transaction_session_timeout%3D6s")
         let connection = try PostgresConnection(overriding, settings: .worker)
         defer { connection.close() }
-        XCTAssertEqual(connection.connectionParameter("keepalives_idle"), "7")
-        XCTAssertEqual(connection.connectionParameter("keepalives_interval"), "2")
-        XCTAssertEqual(connection.connectionParameter("keepalives_count"), "9")
-        XCTAssertEqual(connection.connectionParameter("tcp_user_timeout"), "4000")
-        XCTAssertEqual(connection.connectionParameter("connect_timeout"), "3")
-        XCTAssertEqual(try show(connection, "statement_timeout"), "5s")
-        XCTAssertEqual(try show(connection, "idle_in_transaction_session_timeout"), "6s")
+        try assertEffective(
+            connection,
+            libpq: [
+                "keepalives_idle": "7", "keepalives_interval": "2", "keepalives_count": "9",
+                "tcp_user_timeout": "4000", "connect_timeout": "3",
+            ],
+            session: ["statement_timeout": "5s", "idle_in_transaction_session_timeout": "6s"])
     }
 
     func testURLOverridesOneSettingAndKeepsTheOthers() throws {
         let connection = try PostgresConnection(
             withQuery("keepalives_idle=7&connect_timeout=3&options=-c%20search_path%3Dpg_catalog"), settings: .worker)
         defer { connection.close() }
-        XCTAssertEqual(connection.connectionParameter("keepalives_idle"), "7")
-        XCTAssertEqual(connection.connectionParameter("connect_timeout"), "3")
-        XCTAssertEqual(connection.connectionParameter("keepalives_interval"), "5")
-        XCTAssertEqual(connection.connectionParameter("tcp_user_timeout"), "20000")
         // The URL's own options are kept, and ours still apply where it says nothing.
-        XCTAssertEqual(try show(connection, "search_path"), "pg_catalog")
-        XCTAssertEqual(try show(connection, "statement_timeout"), "15s")
-        XCTAssertEqual(try show(connection, "idle_in_transaction_session_timeout"), "1min")
+        try assertEffective(
+            connection,
+            libpq: [
+                "keepalives_idle": "7", "connect_timeout": "3", "keepalives_interval": "5",
+                "tcp_user_timeout": "20000",
+            ],
+            session: [
+                "search_path": "pg_catalog", "statement_timeout": "15s", "idle_in_transaction_session_timeout": "1min",
+            ])
     }
 
     func testKeyValueConninfoOverridesToo() throws {
@@ -87,18 +98,16 @@ final class ConnectionSettingsTests: XCTestCase {
         conninfo += " keepalives_count=4 options='-c statement_timeout=2500'"
         let connection = try PostgresConnection(conninfo, settings: .worker)
         defer { connection.close() }
-        XCTAssertEqual(connection.connectionParameter("keepalives_count"), "4")
-        XCTAssertEqual(connection.connectionParameter("keepalives_idle"), "10")
-        XCTAssertEqual(try show(connection, "statement_timeout"), "2500ms")
-        XCTAssertEqual(try show(connection, "idle_in_transaction_session_timeout"), "1min")
+        try assertEffective(
+            connection, libpq: ["keepalives_count": "4", "keepalives_idle": "10"],
+            session: ["statement_timeout": "2500ms", "idle_in_transaction_session_timeout": "1min"])
     }
 
     func testReconnectKeepsTheSettings() throws {
         let connection = try PostgresConnection(url, settings: .worker)
         defer { connection.close() }
         try connection.reconnect()
-        XCTAssertEqual(try show(connection, "statement_timeout"), "15s")
-        XCTAssertEqual(connection.connectionParameter("keepalives_idle"), "10")
+        try assertEffective(connection, libpq: ["keepalives_idle": "10"], session: ["statement_timeout": "15s"])
     }
 
     func testOutOfRangeValuesAreClampedNotPassedThrough() throws {
@@ -109,13 +118,13 @@ final class ConnectionSettingsTests: XCTestCase {
         let connection = try PostgresConnection(url, settings: settings)
         defer { connection.close() }
         // libpq reads 0 as "the kernel's default" or "no limit", so nothing rounds down to it.
-        XCTAssertEqual(connection.connectionParameter("keepalives_idle"), "1")
-        XCTAssertEqual(connection.connectionParameter("keepalives_interval"), "1")
-        XCTAssertEqual(connection.connectionParameter("keepalives_count"), "1")
-        XCTAssertEqual(connection.connectionParameter("tcp_user_timeout"), "2147483647")
-        XCTAssertEqual(connection.connectionParameter("connect_timeout"), "1")
-        XCTAssertEqual(try show(connection, "statement_timeout"), "1ms")
-        XCTAssertEqual(try show(connection, "idle_in_transaction_session_timeout"), "2147483647ms")
+        try assertEffective(
+            connection,
+            libpq: [
+                "keepalives_idle": "1", "keepalives_interval": "1", "keepalives_count": "1",
+                "tcp_user_timeout": "2147483647", "connect_timeout": "1",
+            ],
+            session: ["statement_timeout": "1ms", "idle_in_transaction_session_timeout": "2147483647ms"])
     }
 
     func testThePasswordIsNeverReturnedAsAParameter() throws {

@@ -106,6 +106,20 @@ final class DeadPeerTests: XCTestCase {
         XCTAssertEqual(try connection.query("SELECT 1")[0].decode(0, as: Int.self), 1)
     }
 
+    func testAStoppedProxyClosesItsConnectionsAndABlockingStatementSeesIt() throws {
+        let connection = try PostgresConnection(proxiedURL)
+        defer { connection.close() }
+        XCTAssertEqual(try connection.query("SELECT 1")[0].decode(0, as: Int.self), 1)
+        XCTAssertEqual(proxy.openConnections, 1)
+        proxy.stop()
+        // A closed socket needs no deadline: even the blocking path notices at once.
+        XCTAssertThrowsError(try connection.query("SELECT 1")) { error in
+            XCTAssertTrue((error as? PostgresError)?.isConnectionError == true, "\(error)")
+        }
+        XCTAssertEqual(proxy.openConnections, 0)
+        XCTAssertThrowsError(try connection.reconnect())
+    }
+
     func testThawBeforeTheDeadlineLetsTheStatementFinish() throws {
         let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: 10))
         defer { connection.close() }
