@@ -30,11 +30,13 @@ class CLITestCase: XCTestCase {
 
     /// Asserts a failed run: the exit code, exactly one line on stderr containing `fragment`.
     func assertFails(
-        _ result: CommandResult, code: Int32, mentioning fragment: String, file: StaticString = #filePath, line: UInt = #line
+        _ result: CommandResult, code: Int32, mentioning fragment: String, file: StaticString = #filePath,
+            line: UInt = #line
     ) {
         XCTAssertEqual(result.status, code, result.stderr, file: file, line: line)
         XCTAssertEqual(result.stderrLines.count, 1, "expected one line: \(result.stderr)", file: file, line: line)
-        XCTAssertTrue(result.stderr.contains(fragment), "\(fragment.debugDescription) not in \(result.stderr)", file: file, line: line)
+        XCTAssertTrue(result.stderr.contains(fragment), "\(fragment.debugDescription) not in \(result.stderr)",
+            file: file, line: line)
         XCTAssertTrue(result.stderr.hasPrefix("error: "), result.stderr, file: file, line: line)
     }
 
@@ -80,7 +82,8 @@ class CLITestCase: XCTestCase {
             INSERT INTO courier.jobs (queue, state, url, attempt, finished_at, last_error, locked_by, locked_until)
             VALUES ($1, $2::courier.job_state, $3, CASE WHEN $2 IN ('pending') THEN 0 ELSE 1 END,
                     CASE WHEN $2 IN ('succeeded', 'dead', 'cancelled') THEN now() - $5 * interval '1 second' END, $4,
-                    CASE WHEN $2 = 'running' THEN 'w' END, CASE WHEN $2 = 'running' THEN now() + interval '1 minute' END)
+                    CASE WHEN $2 = 'running' THEN 'w' END,
+                        CASE WHEN $2 = 'running' THEN now() + interval '1 minute' END)
             RETURNING id
             """, [queue, state, url, lastError, finishedAgo])[0].decode(0)
     }

@@ -23,31 +23,54 @@ final class HostileInputMigrationTests: XCTestCase {
         // name -> (insert values, expected state after, expected last_error fragment or nil)
         let rows: [(name: String, values: String, state: String, error: String?)] = [
             ("healthy", "('fine', 'pending', 'POST', 'https://a.example/ok', '{}', 0, 10, NULL, now(), NULL, NULL, NULL)", "pending", nil),
-            ("healthy running", "('fine', 'running', 'POST', 'https://a.example/ok', '{}', 1, 10, NULL, now(), 'w', now() + interval '1 minute', NULL)", "running", nil),
-            ("port 99999", "('fine', 'pending', 'POST', 'https://a.example:99999/', '{}', 0, 10, NULL, now(), NULL, NULL, NULL)", "dead", "url port must be a number between 1 and 65535"),
-            ("X-\u{DC}n\u{EF}", "('fine', 'retrying', 'POST', 'https://a.example/', '{\"X-\u{DC}n\u{EF}\": \"v\"}', 1, 10, NULL, now(), NULL, NULL, NULL)", "dead", "not a legal header name"),
-            ("CR LF method", "('fine', 'pending', E'GET\\r\\nX: 1', 'https://a.example/', '{}', 0, 10, NULL, now(), NULL, NULL, NULL)", "dead", "method must be an HTTP token"),
-            ("headers scalar", "('fine', 'pending', 'POST', 'https://a.example/', '\"x\"', 0, 10, NULL, now(), NULL, NULL, NULL)", "dead", "headers must be a JSON object of strings"),
-            ("headers null", "('fine', 'pending', 'POST', 'https://a.example/', 'null', 0, 10, NULL, now(), NULL, NULL, NULL)", "dead", "headers must be a JSON object of strings"),
-            ("attempt overflow", "('fine', 'pending', 'POST', 'https://a.example/', '{}', 2147483647, 10, NULL, now(), NULL, NULL, NULL)", "dead", "attempt 2147483647 is not below max_attempts 10"),
-            ("run_at infinity", "('fine', 'retrying', 'POST', 'https://a.example/', '{}', 1, 10, NULL, 'infinity', NULL, NULL, NULL)", "dead", "run_at infinity is not finite"),
-            ("infinite lease", "('fine', 'running', 'POST', 'https://a.example/', '{}', 1, 10, NULL, now(), 'w', 'infinity', NULL)", "dead", "lease until infinity"),
-            ("huge schedule", "('fine', 'pending', 'POST', 'https://a.example/', '{}', 0, 10, '{1000000 years}', now(), NULL, NULL, NULL)", "dead", "retry_schedule must hold"),
-            ("two problems", "('fine', 'pending', 'POST', 'https://a.example:0/', 'null', 0, 10, NULL, 'infinity', NULL, NULL, NULL)", "dead", "url port must be a number between 1 and 65535; run_at infinity"),
-            ("succeeded over max", "('fine', 'succeeded', 'POST', 'https://a.example/', '{}', 50, 10, NULL, now(), NULL, NULL, now())", "succeeded", nil),
-            ("cancelled at infinity", "('fine', 'cancelled', 'POST', 'https://a.example/', '{}', 0, 10, '{1000000 years}', 'infinity', NULL, NULL, now())", "cancelled", nil),
-            ("dead with bad url", "('fine', 'dead', 'POST', 'https://a.example:99999/', 'null', 3, 3, NULL, now(), NULL, NULL, now())", "dead", "kept as it was"),
+            ("healthy running",
+                "('fine', 'running', 'POST', 'https://a.example/ok', '{}', 1, 10, NULL, now(), 'w', now() + interval '1 minute', NULL)", "running", nil),
+            ("port 99999",
+                "('fine', 'pending', 'POST', 'https://a.example:99999/', '{}', 0, 10, NULL, now(), NULL, NULL, NULL)",
+                "dead", "url port must be a number between 1 and 65535"),
+            ("X-\u{DC}n\u{EF}",
+                "('fine', 'retrying', 'POST', 'https://a.example/', '{\"X-\u{DC}n\u{EF}\": \"v\"}', 1, 10, NULL, now(), NULL, NULL, NULL)", "dead", "not a legal header name"),
+            ("CR LF method",
+                "('fine', 'pending', E'GET\\r\\nX: 1', 'https://a.example/', '{}', 0, 10, NULL, now(), NULL, NULL, NULL)", "dead", "method must be an HTTP token"),
+            ("headers scalar",
+                "('fine', 'pending', 'POST', 'https://a.example/', '\"x\"', 0, 10, NULL, now(), NULL, NULL, NULL)",
+                "dead", "headers must be a JSON object of strings"),
+            ("headers null",
+                "('fine', 'pending', 'POST', 'https://a.example/', 'null', 0, 10, NULL, now(), NULL, NULL, NULL)",
+                "dead", "headers must be a JSON object of strings"),
+            ("attempt overflow",
+                "('fine', 'pending', 'POST', 'https://a.example/', '{}', 2147483647, 10, NULL, now(), NULL, NULL, NULL)", "dead", "attempt 2147483647 is not below max_attempts 10"),
+            ("run_at infinity",
+                "('fine', 'retrying', 'POST', 'https://a.example/', '{}', 1, 10, NULL, 'infinity', NULL, NULL, NULL)",
+                "dead", "run_at infinity is not finite"),
+            ("infinite lease",
+                "('fine', 'running', 'POST', 'https://a.example/', '{}', 1, 10, NULL, now(), 'w', 'infinity', NULL)",
+                "dead", "lease until infinity"),
+            ("huge schedule",
+                "('fine', 'pending', 'POST', 'https://a.example/', '{}', 0, 10, '{1000000 years}', now(), NULL, NULL, NULL)", "dead", "retry_schedule must hold"),
+            ("two problems",
+                "('fine', 'pending', 'POST', 'https://a.example:0/', 'null', 0, 10, NULL, 'infinity', NULL, NULL, NULL)", "dead", "url port must be a number between 1 and 65535; run_at infinity"),
+            ("succeeded over max",
+                "('fine', 'succeeded', 'POST', 'https://a.example/', '{}', 50, 10, NULL, now(), NULL, NULL, now())",
+                "succeeded", nil),
+            ("cancelled at infinity",
+                "('fine', 'cancelled', 'POST', 'https://a.example/', '{}', 0, 10, '{1000000 years}', 'infinity', NULL, NULL, now())", "cancelled", nil),
+            ("dead with bad url",
+                "('fine', 'dead', 'POST', 'https://a.example:99999/', 'null', 3, 3, NULL, now(), NULL, NULL, now())",
+                "dead", "kept as it was"),
         ]
         var ids: [String: Int64] = [:]
         for row in rows {
             ids[row.name] = try connection.query(
                 """
-                INSERT INTO courier.jobs (queue, state, method, url, headers, attempt, max_attempts, retry_schedule, run_at,
+                INSERT INTO courier.jobs (queue, state, method, url, headers, attempt, max_attempts, retry_schedule,
+                    run_at,
                                           locked_by, locked_until, finished_at)
                 VALUES \(row.values) RETURNING id
                 """)[0].decode(0)
         }
-        try connection.query("UPDATE courier.jobs SET last_error = 'kept as it was' WHERE id = $1", [ids["dead with bad url"]!])
+        try connection.query("UPDATE courier.jobs SET last_error = 'kept as it was' WHERE id = $1",
+            [ids["dead with bad url"]!])
         let before = try connection.query("SELECT count(*) FROM courier.jobs")[0].decode(0, as: Int.self)
         XCTAssertEqual(before, rows.count)
 
@@ -55,7 +78,8 @@ final class HostileInputMigrationTests: XCTestCase {
         XCTAssertEqual(report.applied, ["0004_hostile_input.sql"])
 
         XCTAssertEqual(
-            try connection.query("SELECT array_agg(id ORDER BY id)::text FROM courier.jobs")[0].decode(0, as: String.self),
+            try connection.query("SELECT array_agg(id ORDER BY id)::text FROM courier.jobs")[0].decode(0,
+                as: String.self),
             "{" + ids.values.sorted().map(String.init).joined(separator: ",") + "}",
             "every row is kept")
         for row in rows {
@@ -78,13 +102,15 @@ final class HostileInputMigrationTests: XCTestCase {
             XCTAssertEqual(try result.decode(4, as: Bool.self), true, row.name)
         }
         XCTAssertEqual(
-            try connection.query("SELECT attempt FROM courier.jobs WHERE id = $1", [ids["attempt overflow"]!])[0].decode(0, as: Int.self),
+            try connection.query("SELECT attempt FROM courier.jobs WHERE id = $1",
+                [ids["attempt overflow"]!])[0].decode(0, as: Int.self),
             10)
         XCTAssertTrue(
             try connection.query("SELECT last_error FROM courier.jobs WHERE id = $1", [ids["port 99999"]!])[0]
                 .decode(0, as: String.self).hasPrefix("refused by migration 0004"))
         XCTAssertEqual(
-            try connection.query("SELECT retry_schedule::text FROM courier.queues WHERE name = 'huge'")[0].decode(0, as: String.self),
+            try connection.query("SELECT retry_schedule::text FROM courier.queues WHERE name = 'huge'")[0].decode(0,
+                as: String.self),
             #"{00:00:05,"30 days"}"#)
         XCTAssertEqual(
             try connection.query(
@@ -152,7 +178,8 @@ final class HostileInputMigrationTests: XCTestCase {
         try first.simpleQuery("COMMIT")
         XCTAssertEqual(done.wait(timeout: .now() + 30), .success)
         XCTAssertEqual(outcome.all, ["ok"])
-        XCTAssertEqual(try first.query("SELECT count(*) FROM pg_roles WHERE rolname = $1", [role])[0].decode(0, as: Int.self), 1)
+        XCTAssertEqual(try first.query("SELECT count(*) FROM pg_roles WHERE rolname = $1", [role])[0].decode(0,
+            as: Int.self), 1)
     }
 }
 

@@ -54,71 +54,99 @@ final class HostileInputValidationTests: XCTestCase {
             .joined(separator: ", ") + "}"
         let cases: [Call] = [
             // Ports, schemes, hosts, characters of the URL.
-            Call(name: "port 0", url: "https://hooks.example.com:0/x", expected: "url port must be a number between 1 and 65535"),
-            Call(name: "port 65536", url: "https://hooks.example.com:65536/x", expected: "url port must be a number between 1 and 65535"),
-            Call(name: "port 99999", url: "http://hooks.example.com:99999/x", expected: "url port must be a number between 1 and 65535"),
-            Call(name: "port of 20 digits", url: "http://a.example:99999999999999999999/", expected: "url port must be a number"),
+            Call(name: "port 0", url: "https://hooks.example.com:0/x",
+                expected: "url port must be a number between 1 and 65535"),
+            Call(name: "port 65536", url: "https://hooks.example.com:65536/x",
+                expected: "url port must be a number between 1 and 65535"),
+            Call(name: "port 99999", url: "http://hooks.example.com:99999/x",
+                expected: "url port must be a number between 1 and 65535"),
+            Call(name: "port of 20 digits", url: "http://a.example:99999999999999999999/",
+                expected: "url port must be a number"),
             Call(name: "empty port", url: "http://a.example:/", expected: "url port must be a number"),
             Call(name: "ftp", url: "ftp://files.example.com/x", expected: "url must be an absolute http or https URL"),
             Call(name: "javascript", url: "javascript:alert(1)", expected: "url must be an absolute http or https URL"),
             Call(name: "relative", url: "/hooks", expected: "url must be an absolute http or https URL"),
             Call(name: "no host", url: "https:///x", expected: "url has no valid host"),
             Call(name: "host with underscore", url: "https://a_b.example/", expected: "url has no valid host"),
-            Call(name: "host label too long", url: "https://\(String(repeating: "a", count: 64)).example/", expected: "url has no valid host"),
+            Call(name: "host label too long", url: "https://\(String(repeating: "a", count: 64)).example/",
+                expected: "url has no valid host"),
             Call(name: "unclosed IPv6", url: "https://[::1/x", expected: "url has no valid host"),
             Call(name: "IPv4 in brackets", url: "https://[127.0.0.1]/x", expected: "url has no valid host"),
             Call(name: "bad IPv6", url: "https://[1:2:3:4:5:6:7:8:9]/x", expected: "url has no valid host"),
-            Call(name: "credentials", url: "https://user:\(secret)@a.example/", expected: "url must not contain credentials"),
-            Call(name: "space", url: "https://a.example/x y", expected: "url must not contain spaces or control characters"),
-            Call(name: "CR LF in url", url: "https://a.example/x\r\nInjected: 1", expected: "url must not contain spaces or control characters"),
-            Call(name: "tab in url", url: "https://a.example/\tx", expected: "url must not contain spaces or control characters"),
-            Call(name: "DEL in url", url: "https://a.example/\u{7F}", expected: "url must not contain spaces or control characters"),
-            Call(name: "non-ASCII url", url: "https://a.example/\u{FC}", expected: "url must contain only ASCII characters"),
-            Call(name: "non-ASCII host", url: "https://b\u{FC}cher.example/", expected: "url must contain only ASCII characters"),
+            Call(name: "credentials", url: "https://user:\(secret)@a.example/",
+                expected: "url must not contain credentials"),
+            Call(name: "space", url: "https://a.example/x y",
+                expected: "url must not contain spaces or control characters"),
+            Call(name: "CR LF in url", url: "https://a.example/x\r\nInjected: 1",
+                expected: "url must not contain spaces or control characters"),
+            Call(name: "tab in url", url: "https://a.example/\tx",
+                expected: "url must not contain spaces or control characters"),
+            Call(name: "DEL in url", url: "https://a.example/\u{7F}",
+                expected: "url must not contain spaces or control characters"),
+            Call(name: "non-ASCII url", url: "https://a.example/\u{FC}",
+                expected: "url must contain only ASCII characters"),
+            Call(name: "non-ASCII host", url: "https://b\u{FC}cher.example/",
+                expected: "url must contain only ASCII characters"),
             Call(name: "brace in path", url: "https://a.example/{x}", expected: "must be percent-encoded"),
             Call(name: "bracket in path", url: "https://a.example/[x]", expected: "must be percent-encoded"),
             Call(name: "broken percent", url: "https://a.example/%zz", expected: "percent-encoded byte"),
             Call(name: "truncated percent", url: "https://a.example/%4", expected: "percent-encoded byte"),
-            Call(name: "url too long", url: "https://a.example/" + String(repeating: "x", count: 8200), expected: "url is longer than 8192 bytes"),
+            Call(name: "url too long", url: "https://a.example/" + String(repeating: "x", count: 8200),
+                expected: "url is longer than 8192 bytes"),
             // Methods.
             Call(name: "CR LF in method", method: "GET\r\nX-Evil: 1", expected: "method must be an HTTP token"),
             Call(name: "space in method", method: "GET /EVIL", expected: "method must be an HTTP token"),
             Call(name: "non-ASCII method", method: "P\u{D6}ST", expected: "method must be an HTTP token"),
-            Call(name: "dotless i upper-cases to ASCII", method: "opt\u{131}ons", expected: "method must be an HTTP token"),
-            Call(name: "long method", method: String(repeating: "A", count: 33), expected: "method must be an HTTP token"),
+            Call(name: "dotless i upper-cases to ASCII", method: "opt\u{131}ons",
+                expected: "method must be an HTTP token"),
+            Call(name: "long method", method: String(repeating: "A", count: 33),
+                expected: "method must be an HTTP token"),
             Call(name: "empty method", method: "", expected: "method is required"),
             Call(name: "unknown token", method: "BREW", expected: "method must be one of GET, POST"),
             // Headers.
-            Call(name: "X-\u{DC}n\u{EF}", headers: #"{"X-\#u{DC}n\#u{EF}": "v"}"#, expected: "is not a legal header name"),
+            Call(name: "X-\u{DC}n\u{EF}", headers: #"{"X-\#u{DC}n\#u{EF}": "v"}"#,
+                expected: "is not a legal header name"),
             Call(name: "space in name", headers: #"{"X A": "v"}"#, expected: "is not a legal header name"),
             Call(name: "colon in name", headers: #"{"X-A:": "v"}"#, expected: "is not a legal header name"),
             Call(name: "CR LF in name", headers: #"{"X-A\r\nX-B": "v"}"#, expected: "is not a legal header name"),
             Call(name: "empty name", headers: #"{"": "v"}"#, expected: "is not a legal header name"),
-            Call(name: "CR LF in value", headers: #"{"X-Token": "\#(secret)\r\nX-Injected: 1"}"#, expected: "contains CR, LF or another control character"),
-            Call(name: "LF in value", headers: #"{"X-Token": "\#(secret)\n"}"#, expected: "contains CR, LF or another control character"),
-            Call(name: "control in value", headers: #"{"X-Token": "\#(secret)\u0001"}"#, expected: "contains CR, LF or another control character"),
-            Call(name: "DEL in value", headers: #"{"X-Token": "\#(secret)\u007f"}"#, expected: "contains CR, LF or another control character"),
-            Call(name: "NUL in value", headers: #"{"X-Token": "\#(secret)\u0000"}"#, sqlState: "22P05", expected: "unsupported Unicode escape sequence"),
+            Call(name: "CR LF in value", headers: #"{"X-Token": "\#(secret)\r\nX-Injected: 1"}"#,
+                expected: "contains CR, LF or another control character"),
+            Call(name: "LF in value", headers: #"{"X-Token": "\#(secret)\n"}"#,
+                expected: "contains CR, LF or another control character"),
+            Call(name: "control in value", headers: #"{"X-Token": "\#(secret)\u0001"}"#,
+                expected: "contains CR, LF or another control character"),
+            Call(name: "DEL in value", headers: #"{"X-Token": "\#(secret)\u007f"}"#,
+                expected: "contains CR, LF or another control character"),
+            Call(name: "NUL in value", headers: #"{"X-Token": "\#(secret)\u0000"}"#, sqlState: "22P05",
+                expected: "unsupported Unicode escape sequence"),
             Call(name: "headers scalar", headers: #""x""#, expected: "headers must be a JSON object of strings"),
             Call(name: "headers null", headers: "null", expected: "headers must be a JSON object of strings"),
             Call(name: "headers array", headers: "[]", expected: "headers must be a JSON object of strings"),
-            Call(name: "nested object", headers: #"{"X-A": {"b": "c"}}"#, expected: "headers: the value of X-A must be a string"),
+            Call(name: "nested object", headers: #"{"X-A": {"b": "c"}}"#,
+                expected: "headers: the value of X-A must be a string"),
             Call(name: "number value", headers: #"{"X-A": 1}"#, expected: "headers: the value of X-A must be a string"),
-            Call(name: "null value", headers: #"{"X-A": null}"#, expected: "headers: the value of X-A must be a string"),
+            Call(name: "null value", headers: #"{"X-A": null}"#,
+                expected: "headers: the value of X-A must be a string"),
             Call(name: "65 headers", headers: manyHeaders, expected: "headers has more than 64 entries"),
             Call(name: "header set over 64 KiB", headers: bigHeaders, expected: "headers total"),
-            Call(name: "value over 8 KiB", headers: #"{"X-A": "\#(String(repeating: "v", count: 8193))"}"#, expected: "longer than 8192 bytes"),
+            Call(name: "value over 8 KiB", headers: #"{"X-A": "\#(String(repeating: "v", count: 8193))"}"#,
+                expected: "longer than 8192 bytes"),
             Call(name: "reserved header", headers: #"{"Transfer-Encoding": "chunked"}"#, expected: "is set by Courier"),
             // Times and schedules.
             Call(name: "run_at infinity", runAt: "infinity", expected: "run_at must be a finite time"),
             Call(name: "run_at -infinity", runAt: "-infinity", expected: "run_at must be a finite time"),
             Call(name: "run_at year 294000", runAt: "294000-01-01", expected: "run_at is more than 1 year ahead"),
-            Call(name: "run_at 13 months ahead", runAt: iso(Date().addingTimeInterval(396 * 86_400)), expected: "run_at is more than 1 year ahead"),
+            Call(name: "run_at 13 months ahead", runAt: iso(Date().addingTimeInterval(396 * 86_400)),
+                expected: "run_at is more than 1 year ahead"),
             Call(name: "run_at year 300000", runAt: "300000-01-01", sqlState: "22008", expected: "out of range"),
-            Call(name: "schedule 1000000 years", retrySchedule: "{1000000 years}", expected: "retry_schedule must hold 1 to 100 delays, each between 0 and 30 days"),
-            Call(name: "schedule 31 days", retrySchedule: "{1 second, 31 days}", expected: "each between 0 and 30 days"),
+            Call(name: "schedule 1000000 years", retrySchedule: "{1000000 years}",
+                expected: "retry_schedule must hold 1 to 100 delays, each between 0 and 30 days"),
+            Call(name: "schedule 31 days", retrySchedule: "{1 second, 31 days}",
+                expected: "each between 0 and 30 days"),
             Call(name: "schedule negative", retrySchedule: "{-1 second}", expected: "each between 0 and 30 days"),
-            Call(name: "schedule NULL entry", retrySchedule: "{1 second, NULL}", expected: "each between 0 and 30 days"),
+            Call(name: "schedule NULL entry", retrySchedule: "{1 second, NULL}",
+                expected: "each between 0 and 30 days"),
             Call(name: "schedule empty", retrySchedule: "{}", expected: "retry_schedule must hold 1 to 100 delays"),
             // Sizes.
             Call(name: "body over 1 MiB", payloadBytes: 1_048_577, expected: "above the limit of 1048576 bytes"),
@@ -128,8 +156,10 @@ final class HostileInputValidationTests: XCTestCase {
                 guard let error = error as? PostgresError else { return XCTFail("\(call.name): \(error)") }
                 XCTAssertEqual(error.sqlState, call.sqlState, "\(call.name): \(error)")
                 XCTAssertTrue(error.message.contains(call.expected), "\(call.name): \(error.message)")
-                XCTAssertFalse(error.message.contains(Self.plantedSecret), "\(call.name) echoes a secret: \(error.message)")
-                XCTAssertFalse(error.message.contains("\r") || error.message.contains("\n"), "\(call.name): \(error.message)")
+                XCTAssertFalse(error.message.contains(Self.plantedSecret),
+                    "\(call.name) echoes a secret: \(error.message)")
+                XCTAssertFalse(error.message.contains("\r") || error.message.contains("\n"),
+                    "\(call.name): \(error.message)")
             }
             XCTAssertEqual(try jobCount(), 0, call.name)
         }
@@ -155,7 +185,8 @@ final class HostileInputValidationTests: XCTestCase {
         }
         XCTAssertEqual(try jobCount(), cases.count)
         XCTAssertEqual(
-            try connection.query("SELECT method FROM courier.jobs WHERE method <> 'POST'")[0].decode(0, as: String.self),
+            try connection.query("SELECT method FROM courier.jobs WHERE method <> 'POST'")[0].decode(0,
+                as: String.self),
             "PATCH")
     }
 
@@ -167,7 +198,8 @@ final class HostileInputValidationTests: XCTestCase {
         XCTAssertNoThrow(try connection.query(sql, ["soon", "59 minutes"]))
         XCTAssertThrowsError(try connection.query(sql, ["soon", "2 hours"])) { error in
             XCTAssertEqual((error as? PostgresError)?.sqlState, "22023")
-            XCTAssertTrue((error as? PostgresError)?.message.contains("run_at is more than 01:00:00 ahead") == true, "\(error)")
+            XCTAssertTrue((error as? PostgresError)?.message.contains("run_at is more than 01:00:00 ahead") == true,
+                "\(error)")
         }
         XCTAssertThrowsError(try connection.query(sql, ["default", "2 years"]))
         XCTAssertEqual(try jobCount(), 2)
@@ -181,16 +213,20 @@ final class HostileInputValidationTests: XCTestCase {
     }
 
     func testJobProblemNamesTheSameProblemsForTheBulkLoader() throws {
-        func problem(url: String, method: String = "POST", headers: String = "{}", runAt: String = "now") throws -> String? {
+        func problem(url: String, method: String = "POST", headers: String = "{}",
+            runAt: String = "now") throws -> String? {
             try connection.query(
                 "SELECT courier.job_problem($1, $2, $3::jsonb, 'default', 0, NULL, 0, NULL, NULL, $4::timestamptz)",
                 [url, method, headers, runAt])[0].decode(0)
         }
         XCTAssertNil(try problem(url: "https://a.example:443/"))
         XCTAssertEqual(try problem(url: "https://a.example:99999/"), "url port must be a number between 1 and 65535")
-        XCTAssertEqual(try problem(url: "https://a.example/", method: "GET\r\n").map { $0.hasPrefix("method must be an HTTP token") }, true)
-        XCTAssertEqual(try problem(url: "https://a.example/", headers: #"{"X-\#u{DC}n\#u{EF}": "v"}"#)?.contains("not a legal header name"), true)
-        XCTAssertEqual(try problem(url: "https://a.example/", runAt: "infinity"), "run_at must be a finite time, not infinity")
+        XCTAssertEqual(try problem(url: "https://a.example/",
+            method: "GET\r\n").map { $0.hasPrefix("method must be an HTTP token") }, true)
+        XCTAssertEqual(try problem(url: "https://a.example/",
+            headers: #"{"X-\#u{DC}n\#u{EF}": "v"}"#)?.contains("not a legal header name"), true)
+        XCTAssertEqual(try problem(url: "https://a.example/", runAt: "infinity"),
+            "run_at must be a finite time, not infinity")
 
         let store = AdminStore(connection: connection)
         let good = NewJob(url: "https://example.com/ok")
@@ -200,11 +236,13 @@ final class HostileInputValidationTests: XCTestCase {
         smuggled.method = "GET\r\nX-Evil: 1"
         var unicode = good
         unicode.headers = [("X-\u{DC}n\u{EF}", "v")]
-        XCTAssertThrowsError(try store.importJobs([[(1, good), (2, port), (3, smuggled), (4, unicode)]], skipInvalid: false)) { error in
+        XCTAssertThrowsError(try store.importJobs([[(1, good), (2, port), (3, smuggled), (4, unicode)]],
+            skipInvalid: false)) { error in
             XCTAssertEqual((error as? ImportRejected)?.problems.map(\.line), [2, 3, 4])
         }
         XCTAssertEqual(try jobCount(), 0)
-        XCTAssertEqual(try store.importJobs([[(1, good), (2, port), (3, smuggled), (4, unicode)]], skipInvalid: true).inserted, 1)
+        XCTAssertEqual(try store.importJobs([[(1, good), (2, port), (3, smuggled), (4, unicode)]],
+            skipInvalid: true).inserted, 1)
     }
 
     func testRawWritesAroundEnqueueAreRefusedByTheTableGuards() throws {
@@ -217,31 +255,58 @@ final class HostileInputValidationTests: XCTestCase {
         }
         let insert = "INSERT INTO courier.jobs (url, method, headers, run_at, attempt, max_attempts, retry_schedule, state, locked_by, locked_until, finished_at) VALUES "
         let cases: [Raw] = [
-            Raw(name: "port 99999", sql: insert + "('https://a.example:99999/', 'POST', '{}', now(), 0, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "22023"),
-            Raw(name: "port 0", sql: insert + "('https://a.example:0/', 'POST', '{}', now(), 0, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "22023"),
-            Raw(name: "CR LF method", sql: insert + "('https://a.example/', E'GET\\r\\nX: 1', '{}', now(), 0, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "22023"),
-            Raw(name: "X-\u{DC}n\u{EF}", sql: insert + "('https://a.example/', 'POST', '{\"X-\u{DC}n\u{EF}\": \"v\"}', now(), 0, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "22023"),
-            Raw(name: "headers scalar", sql: insert + "('https://a.example/', 'POST', '\"x\"', now(), 0, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "22023"),
-            Raw(name: "headers null", sql: insert + "('https://a.example/', 'POST', 'null', now(), 0, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "22023"),
-            Raw(name: "run_at 2 years ahead", sql: insert + "('https://a.example/', 'POST', '{}', now() + interval '2 years', 0, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "22023"),
-            Raw(name: "run_at infinity", sql: insert + "('https://a.example/', 'POST', '{}', 'infinity', 0, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "23514"),
-            Raw(name: "attempt 2147483647", sql: insert + "('https://a.example/', 'POST', '{}', now(), 2147483647, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "23514"),
-            Raw(name: "waiting at max_attempts", sql: insert + "('https://a.example/', 'POST', '{}', now(), 10, 10, NULL, 'retrying', NULL, NULL, NULL)", sqlState: "23514"),
-            Raw(name: "schedule 1000000 years", sql: insert + "('https://a.example/', 'POST', '{}', now(), 0, 10, '{1000000 years}', 'pending', NULL, NULL, NULL)", sqlState: "23514"),
-            Raw(name: "infinite lease", sql: insert + "('https://a.example/', 'POST', '{}', now(), 1, 10, NULL, 'running', 'w', 'infinity', NULL)", sqlState: "23514"),
-            Raw(name: "lease a year ahead", sql: insert + "('https://a.example/', 'POST', '{}', now(), 1, 10, NULL, 'running', 'w', now() + interval '1 year', NULL)", sqlState: "23514"),
-            Raw(name: "bulk with one bad row", sql: "INSERT INTO courier.jobs (url) SELECT 'https://a.example:' || g || '/' FROM generate_series(65530, 65536) g", sqlState: "22023"),
-            Raw(name: "update url", sql: "UPDATE courier.jobs SET url = 'https://a.example:65536/' WHERE id = \(id)", sqlState: "22023"),
-            Raw(name: "update method", sql: "UPDATE courier.jobs SET method = E'POST\\r\\n' WHERE id = \(id)", sqlState: "22023"),
-            Raw(name: "update headers null", sql: "UPDATE courier.jobs SET headers = 'null' WHERE id = \(id)", sqlState: "22023"),
-            Raw(name: "update header value", sql: "UPDATE courier.jobs SET headers = '{\"X-A\": \"a\\r\\nb\"}' WHERE id = \(id)", sqlState: "22023"),
-            Raw(name: "update attempt", sql: "UPDATE courier.jobs SET attempt = 2147483647 WHERE id = \(id)", sqlState: "23514"),
-            Raw(name: "update attempt to max", sql: "UPDATE courier.jobs SET attempt = 3 WHERE id = \(id)", sqlState: "23514"),
-            Raw(name: "update run_at", sql: "UPDATE courier.jobs SET run_at = 'infinity' WHERE id = \(id)", sqlState: "23514"),
-            Raw(name: "update run_at 294000", sql: "UPDATE courier.jobs SET run_at = '294000-01-01' WHERE id = \(id)", sqlState: "23514"),
-            Raw(name: "update schedule", sql: "UPDATE courier.jobs SET retry_schedule = '{1000000 years}' WHERE id = \(id)", sqlState: "23514"),
-            Raw(name: "queue schedule", sql: "INSERT INTO courier.queues (name, retry_schedule) VALUES ('huge', '{1000000 years}')", sqlState: "23514"),
-            Raw(name: "queue schedule infinity-like", sql: "INSERT INTO courier.queues (name, retry_schedule) VALUES ('huge', '{5 seconds, 31 days}')", sqlState: "23514"),
+            Raw(name: "port 99999",
+                sql: insert + "('https://a.example:99999/', 'POST', '{}', now(), 0, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "22023"),
+            Raw(name: "port 0",
+                sql: insert + "('https://a.example:0/', 'POST', '{}', now(), 0, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "22023"),
+            Raw(name: "CR LF method",
+                sql: insert + "('https://a.example/', E'GET\\r\\nX: 1', '{}', now(), 0, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "22023"),
+            Raw(name: "X-\u{DC}n\u{EF}",
+                sql: insert + "('https://a.example/', 'POST', '{\"X-\u{DC}n\u{EF}\": \"v\"}', now(), 0, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "22023"),
+            Raw(name: "headers scalar",
+                sql: insert + "('https://a.example/', 'POST', '\"x\"', now(), 0, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "22023"),
+            Raw(name: "headers null",
+                sql: insert + "('https://a.example/', 'POST', 'null', now(), 0, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "22023"),
+            Raw(name: "run_at 2 years ahead",
+                sql: insert + "('https://a.example/', 'POST', '{}', now() + interval '2 years', 0, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "22023"),
+            Raw(name: "run_at infinity",
+                sql: insert + "('https://a.example/', 'POST', '{}', 'infinity', 0, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "23514"),
+            Raw(name: "attempt 2147483647",
+                sql: insert + "('https://a.example/', 'POST', '{}', now(), 2147483647, 10, NULL, 'pending', NULL, NULL, NULL)", sqlState: "23514"),
+            Raw(name: "waiting at max_attempts",
+                sql: insert + "('https://a.example/', 'POST', '{}', now(), 10, 10, NULL, 'retrying', NULL, NULL, NULL)", sqlState: "23514"),
+            Raw(name: "schedule 1000000 years",
+                sql: insert + "('https://a.example/', 'POST', '{}', now(), 0, 10, '{1000000 years}', 'pending', NULL, NULL, NULL)", sqlState: "23514"),
+            Raw(name: "infinite lease",
+                sql: insert + "('https://a.example/', 'POST', '{}', now(), 1, 10, NULL, 'running', 'w', 'infinity', NULL)", sqlState: "23514"),
+            Raw(name: "lease a year ahead",
+                sql: insert + "('https://a.example/', 'POST', '{}', now(), 1, 10, NULL, 'running', 'w', now() + interval '1 year', NULL)", sqlState: "23514"),
+            Raw(name: "bulk with one bad row",
+                sql: "INSERT INTO courier.jobs (url) SELECT 'https://a.example:' || g || '/' FROM generate_series(65530, 65536) g", sqlState: "22023"),
+            Raw(name: "update url", sql: "UPDATE courier.jobs SET url = 'https://a.example:65536/' WHERE id = \(id)",
+                sqlState: "22023"),
+            Raw(name: "update method", sql: "UPDATE courier.jobs SET method = E'POST\\r\\n' WHERE id = \(id)",
+                sqlState: "22023"),
+            Raw(name: "update headers null", sql: "UPDATE courier.jobs SET headers = 'null' WHERE id = \(id)",
+                sqlState: "22023"),
+            Raw(name: "update header value",
+                sql: "UPDATE courier.jobs SET headers = '{\"X-A\": \"a\\r\\nb\"}' WHERE id = \(id)", sqlState: "22023"),
+            Raw(name: "update attempt", sql: "UPDATE courier.jobs SET attempt = 2147483647 WHERE id = \(id)",
+                sqlState: "23514"),
+            Raw(name: "update attempt to max", sql: "UPDATE courier.jobs SET attempt = 3 WHERE id = \(id)",
+                sqlState: "23514"),
+            Raw(name: "update run_at", sql: "UPDATE courier.jobs SET run_at = 'infinity' WHERE id = \(id)",
+                sqlState: "23514"),
+            Raw(name: "update run_at 294000", sql: "UPDATE courier.jobs SET run_at = '294000-01-01' WHERE id = \(id)",
+                sqlState: "23514"),
+            Raw(name: "update schedule",
+                sql: "UPDATE courier.jobs SET retry_schedule = '{1000000 years}' WHERE id = \(id)", sqlState: "23514"),
+            Raw(name: "queue schedule",
+                sql: "INSERT INTO courier.queues (name, retry_schedule) VALUES ('huge', '{1000000 years}')",
+                sqlState: "23514"),
+            Raw(name: "queue schedule infinity-like",
+                sql: "INSERT INTO courier.queues (name, retry_schedule) VALUES ('huge', '{5 seconds, 31 days}')",
+                sqlState: "23514"),
         ]
         let before = try rowFingerprint()
         for raw in cases {
@@ -266,7 +331,8 @@ final class HostileInputValidationTests: XCTestCase {
         try owner.simpleQuery(
             """
             ALTER TABLE courier.jobs DISABLE TRIGGER jobs_check_inserted;
-            INSERT INTO courier.jobs (queue, url, headers) VALUES ('hot', 'https://a.example:99999/', '{"X-\u{DC}n\u{EF}": "v"}');
+            INSERT INTO courier.jobs (queue, url, headers) VALUES ('hot', 'https://a.example:99999/',
+                '{"X-\u{DC}n\u{EF}": "v"}');
             ALTER TABLE courier.jobs ENABLE TRIGGER jobs_check_inserted;
             """)
         let store = JobStore(connection: owner, workerID: "w1")

@@ -59,7 +59,8 @@ final class RolesTests: XCTestCase {
         let rows = try owner.query(
             "SELECT rolname, rolcanlogin FROM pg_roles WHERE rolname LIKE 'courier\\_%' AND rolname NOT LIKE 'courier\\_test\\_%' ORDER BY 1"
         ).rows
-        XCTAssertEqual(try rows.map { try $0.decode(0, as: String.self) }, ["courier_operator", "courier_producer", "courier_worker"])
+        XCTAssertEqual(try rows.map { try $0.decode(0, as: String.self) }, ["courier_operator", "courier_producer",
+            "courier_worker"])
         XCTAssertEqual(try rows.map { try $0.decode(1, as: Bool.self) }, [false, false, false])
     }
 
@@ -144,7 +145,8 @@ final class RolesTests: XCTestCase {
         try owner.query("INSERT INTO courier.queues (name, retry_schedule, signing_secret) VALUES ($1, '{1 second}', 'whsec_AAAA')", [queue])
         for i in 0..<4 {
             try owner.query(
-                "SELECT courier.enqueue(url => $1, payload => '{}', queue => $2, max_attempts => 2)", ["https://a.example/\(i)", queue])
+                "SELECT courier.enqueue(url => $1, payload => '{}', queue => $2, max_attempts => 2)",
+                    ["https://a.example/\(i)", queue])
         }
         let worker = try connect(as: "courier_worker")
         for (index, sql) in [
@@ -178,7 +180,8 @@ final class RolesTests: XCTestCase {
         // Rescue of an expired lease and retention of old successes, as the maintenance pass runs them.
         let again = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 30_000)
         XCTAssertEqual(again.count, 1)
-        try owner.query("UPDATE courier.jobs SET locked_until = now() - interval '1 second' WHERE id = $1", [again[0].id])
+        try owner.query("UPDATE courier.jobs SET locked_until = now() - interval '1 second' WHERE id = $1",
+            [again[0].id])
         try owner.query("UPDATE courier.jobs SET finished_at = now() - interval '30 days' WHERE state = 'succeeded'")
         let report = try XCTUnwrap(try store.maintain(retentionSeconds: 86_400, leaseMilliseconds: 1))
         XCTAssertEqual(report.rescuedToRetrying + report.rescuedToDead, 1)
@@ -222,7 +225,8 @@ final class RolesTests: XCTestCase {
         XCTAssertEqual(try store.countDead(queue: "ops", since: nil, errorContains: nil).count, 2)
         let dead = try store.listJobs({ var f = JobFilter(); f.state = .dead; return f }()).map(\.id)
         XCTAssertEqual(try store.requeueDead([dead[0]]).map(\.changed), [true])
-        XCTAssertEqual(try store.requeueDead(queue: "ops", since: nil, errorContains: nil, maxID: Int64.max, batchSize: 10), 1)
+        XCTAssertEqual(try store.requeueDead(queue: "ops", since: nil, errorContains: nil, maxID: Int64.max,
+            batchSize: 10), 1)
         try store.setPaused("ops", true)
         var change = QueueSettingsChange()
         change.maxAttempts = .some(5)

@@ -12,28 +12,11 @@ import XCTest
 #endif
 
 /// Losing workers, the database, or an endpoint loses no job.
-final class ResilienceTests: XCTestCase {
-    private var url: String!
-    private var probe: JobsProbe!
-    private var queue: String!
-    private let log = SinkLog()
-    private var sinks: [HTTPSink] = []
-    private var pools: [WorkerPool] = []
-    private var deliverers: [HTTPDeliverer] = []
-    private var processes: [Process] = []
-
+final class ResilienceTests: WorkerTestCase {
     override func setUp() async throws {
         url = try TestDatabase.shared(label: "resilience")
         probe = try JobsProbe(url: url)
         queue = "r\(UInt32.random(in: 0...UInt32.max))"
-    }
-
-    override func tearDown() async throws {
-        for process in processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        pools.forEach { $0.shutdown() }
-        deliverers.forEach { $0.shutdown() }
-        for sink in sinks { await sink.shutdown() }
-        probe?.close()
     }
 
     /// A sink that records each request, tracks overlap per job, and answers after `delay`.

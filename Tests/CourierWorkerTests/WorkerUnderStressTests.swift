@@ -14,29 +14,12 @@ import XCTest
 
 /// The worker against poison rows, database outages and shutdowns: every healthy job is
 /// delivered, every outcome written once, and no loop is ever stopped by one row.
-final class WorkerUnderStressTests: XCTestCase {
-    private var url: String!
-    private var probe: JobsProbe!
-    private var queue: String!
-    private let log = SinkLog()
-    private var sinks: [HTTPSink] = []
-    private var pools: [WorkerPool] = []
-    private var deliverers: [HTTPDeliverer] = []
-    private var processes: [Process] = []
-
+final class WorkerUnderStressTests: WorkerTestCase {
     override func setUp() async throws {
         url = try TestDatabase.create(label: "stress")
+        ownsDatabase = true
         probe = try JobsProbe(url: url)
         queue = "s\(UInt32.random(in: 0...UInt32.max))"
-    }
-
-    override func tearDown() async throws {
-        for process in processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        pools.forEach { $0.shutdown() }
-        deliverers.forEach { $0.shutdown() }
-        for sink in sinks { await sink.shutdown() }
-        probe?.close()
-        if let url { TestDatabase.drop(url) }
     }
 
     /// A sink that counts requests per job; paths starting with `/fail` answer 500.

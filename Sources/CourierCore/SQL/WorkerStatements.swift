@@ -29,13 +29,8 @@ public enum WorkerStatements {
     /// (job's, else queue's, NULL for the default) and the queue's signing secret and cap.
     public static let claimBatch = """
         WITH due AS (
-            SELECT j.id
-            FROM courier.jobs j
-            WHERE j.state IN ('pending', 'retrying')
-              AND j.run_at <= now()
-              AND ($1::text[] IS NULL OR j.queue = ANY ($1::text[]))
-              AND NOT EXISTS (SELECT 1 FROM courier.queues q WHERE q.name = j.queue AND q.paused)
-            ORDER BY j.priority, j.run_at, j.id
+        """ + dueInClaimOrder + """
+
             LIMIT $3
             FOR UPDATE SKIP LOCKED
         )
@@ -63,7 +58,14 @@ public enum WorkerStatements {
     /// The ids `claimBatch` would take (`$1` queues or NULL, `$2` limit), without locking
     /// them: the fallback when the batch statement failed on some row's data, so each
     /// candidate can be claimed (or dead-lettered) on its own.
-    public static let claimCandidates = """
+    public static let claimCandidates = dueInClaimOrder + """
+
+        LIMIT $2
+        """
+
+    /// The ids of due jobs in claim order (`$1` queues or NULL for all; paused queues left
+    /// out): the candidates of `claimBatch` and `claimCandidates`, so both pick the same rows.
+    static let dueInClaimOrder = """
         SELECT j.id
         FROM courier.jobs j
         WHERE j.state IN ('pending', 'retrying')
@@ -71,7 +73,6 @@ public enum WorkerStatements {
           AND ($1::text[] IS NULL OR j.queue = ANY ($1::text[]))
           AND NOT EXISTS (SELECT 1 FROM courier.queues q WHERE q.name = j.queue AND q.paused)
         ORDER BY j.priority, j.run_at, j.id
-        LIMIT $2
         """
 
     /// Claims job `$1` alone for worker `$2` with a lease of `$3` ms, if it is still due and

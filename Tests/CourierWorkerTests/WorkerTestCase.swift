@@ -1,0 +1,33 @@
+import CourierSink
+import CourierTesting
+import CourierWorker
+import Foundation
+import XCTest
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What worker integration tests share: a database, a queue of their own, the sinks, pools,
+/// deliverers and worker processes they started, all stopped after each test.
+class WorkerTestCase: XCTestCase {
+    var url: String!
+    var probe: JobsProbe!
+    var queue: String!
+    let log = SinkLog()
+    var sinks: [HTTPSink] = []
+    var pools: [WorkerPool] = []
+    var deliverers: [HTTPDeliverer] = []
+    var processes: [Process] = []
+    /// True when the test created `url` for itself and drops it afterwards.
+    var ownsDatabase = false
+
+    override func tearDown() async throws {
+        for process in processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        pools.forEach { $0.shutdown() }
+        deliverers.forEach { $0.shutdown() }
+        for sink in sinks { await sink.shutdown() }
+        probe?.close()
+        if ownsDatabase, let url { TestDatabase.drop(url) }
+    }
+}
