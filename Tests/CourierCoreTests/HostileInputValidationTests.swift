@@ -245,6 +245,31 @@ final class HostileInputValidationTests: XCTestCase {
             skipInvalid: true).inserted, 1)
     }
 
+    func testBulkImportNamesTheLinesWhoseRunAtIsBeyondTheQueueWindow() throws {
+        // The table's insert trigger would refuse the whole load; the loader must name the lines
+        // instead, so --skip-invalid can skip them.
+        try connection.query("INSERT INTO courier.queues (name, max_schedule_ahead) VALUES ('soon', '1 day')")
+        let store = AdminStore(connection: connection)
+        let good = NewJob(url: "https://example.com/ok")
+        var farRunAt = good
+        farRunAt.runAt = Date().addingTimeInterval(2 * 365 * 86_400)
+        var farDelay = good
+        farDelay.delaySeconds = 2 * 365 * 86_400
+        var soonQueue = good
+        soonQueue.queue = "soon"
+        soonQueue.delaySeconds = 2 * 86_400
+        var soonOK = soonQueue
+        soonOK.delaySeconds = 3_600
+        let lines = [[(1, good), (2, farRunAt), (3, farDelay), (4, soonQueue), (5, soonOK)]]
+        XCTAssertThrowsError(try store.importJobs(lines, skipInvalid: false)) { error in
+            let problems = (error as? ImportRejected)?.problems ?? []
+            XCTAssertEqual(problems.map(\.line), [2, 3, 4], "\(error)")
+            XCTAssertTrue(problems.allSatisfy { $0.reason.hasPrefix("run_at is more than") }, "\(problems)")
+        }
+        XCTAssertEqual(try jobCount(), 0)
+        XCTAssertEqual(try store.importJobs(lines, skipInvalid: true).inserted, 2)
+    }
+
     func testRawWritesAroundEnqueueAreRefusedByTheTableGuards() throws {
         let id: Int64 = try connection.query(
             "SELECT courier.enqueue(url => 'https://a.example/x', payload => '{}', max_attempts => 3)")[0].decode(0)

@@ -31,8 +31,9 @@ public enum AdminStatements {
     /// load usually repeats a few URLs, methods and header sets, and validation costs about
     /// 25 µs a row. The shape keeps exactly what `courier.validate_job` looks at: the body only
     /// as "over the limit or not", the idempotency key only as "absent, bad or fine", and
-    /// `run_at` is never NULL here. Only when this finds a problem does `importProblems` run
-    /// row by row to name the lines.
+    /// `run_at` is checked apart: only the latest run time of each queue against that queue's
+    /// scheduling window (`courier.run_at_problem`). Only when this finds a problem does
+    /// `importProblems` run row by row to name the lines.
     public static let importHasProblems = """
         SELECT EXISTS (
             SELECT 1 FROM (
@@ -46,6 +47,13 @@ public enum AdminStatements {
             WHERE courier.job_problem(url, method, headers, queue, body_size, max_attempts, priority,
                 (SELECT array_agg(s * interval '1 second' ORDER BY n) FROM unnest(retry_s) WITH ORDINALITY AS u(s, n)),
                 key_shape, now()) IS NOT NULL
+        ) OR EXISTS (
+            SELECT 1 FROM (
+                SELECT queue, max(coalesce(run_at, now() + coalesce(delay_s, 0) * interval '1 second')) AS latest
+                FROM courier_import
+                GROUP BY queue
+            ) per_queue
+            WHERE courier.run_at_problem(per_queue.queue, per_queue.latest) IS NOT NULL
         )
         """
 
@@ -56,7 +64,7 @@ public enum AdminStatements {
             SELECT i.line, courier.job_problem(i.url, i.method, i.headers, i.queue,
                 coalesce(octet_length(i.body), 0), i.max_attempts, i.priority,
                 (SELECT array_agg(s * interval '1 second' ORDER BY n) FROM unnest(i.retry_s) WITH ORDINALITY AS u(s, n)),
-                i.idempotency_key, coalesce(i.run_at, now())) AS problem
+                i.idempotency_key, coalesce(i.run_at, now() + coalesce(i.delay_s, 0) * interval '1 second')) AS problem
             FROM courier_import i
         ) p
         WHERE problem IS NOT NULL
