@@ -75,7 +75,8 @@ final class HostileInputMigrationTests: XCTestCase {
         XCTAssertEqual(before, rows.count)
 
         let report = try Migrator().migrate(connection)
-        XCTAssertEqual(report.applied, ["0004_hostile_input.sql"])
+        XCTAssertEqual(report.applied, EmbeddedMigrations.all.filter { $0.version > 3 }.map(\.fileName))
+        XCTAssertEqual(report.applied.first, "0004_hostile_input.sql")
 
         XCTAssertEqual(
             try connection.query("SELECT array_agg(id ORDER BY id)::text FROM courier.jobs")[0].decode(0,

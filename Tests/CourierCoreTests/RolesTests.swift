@@ -150,13 +150,16 @@ final class RolesTests: XCTestCase {
         }
         let worker = try connect(as: "courier_worker")
         for (index, sql) in [
-            WorkerStatements.claimBatch, WorkerStatements.completeBatch, WorkerStatements.heartbeat,
-            WorkerStatements.release, WorkerStatements.tryMaintenanceLock, WorkerStatements.rescueExpired,
-            WorkerStatements.deleteExpiredSucceeded,
+            WorkerStatements.claimBatch, WorkerStatements.claimCandidates, WorkerStatements.claimOne,
+            WorkerStatements.quarantineDue, WorkerStatements.quarantineRunning, WorkerStatements.completeBatch,
+            WorkerStatements.heartbeat, WorkerStatements.release, WorkerStatements.tryMaintenanceLock,
+            WorkerStatements.rescueExpired, WorkerStatements.deleteExpiredSucceeded, WorkerStatements.queueDepth,
         ].enumerated() {
             XCTAssertNoThrow(try worker.prepare(name: "worker_\(index)", sql: sql), sql)
         }
         try worker.listen(WorkerStatements.wakeChannel)
+        // The startup check of the schema version.
+        XCTAssertEqual(try Migrator().status(worker), .current(version: Migrator().expectedVersion))
 
         let store = JobStore(connection: worker, workerID: "w-role")
         let claimed = try store.claim(queues: [queue], limit: 4, leaseMilliseconds: 30_000)
@@ -186,6 +189,20 @@ final class RolesTests: XCTestCase {
         let report = try XCTUnwrap(try store.maintain(retentionSeconds: 86_400, leaseMilliseconds: 1))
         XCTAssertEqual(report.rescuedToRetrying + report.rescuedToDead, 1)
         XCTAssertEqual(report.deletedSucceeded, 1)
+        XCTAssertEqual(try store.queueDepth(queues: [queue]).map(\.queue), [queue])
+        // The isolation path: one job claimed alone, and rows moved to the dead letters.
+        let candidates = try worker.query(WorkerStatements.claimCandidates, [PostgresArray([queue]), 10])
+        XCTAssertGreaterThan(candidates.rowCount, 0)
+        let candidate: Int64 = try candidates[0].decode(0)
+        let alone = try worker.query(WorkerStatements.claimOne, [candidate, "w-role", 30_000])
+        XCTAssertEqual(alone.rowCount, 1)
+        let attempt: Int = try alone[0].decode(6)
+        XCTAssertEqual(
+            try worker.query(WorkerStatements.quarantineRunning, [candidate, attempt, "w-role", "unreadable row"])
+                .affectedRows, 1)
+        try owner.query(
+            "UPDATE courier.jobs SET state = 'pending', finished_at = NULL, attempt = 0 WHERE id = $1", [candidate])
+        XCTAssertEqual(try worker.query(WorkerStatements.quarantineDue, [candidate, "unclaimable row"]).affectedRows, 1)
 
         for sql in [
             "UPDATE courier.jobs SET url = 'https://evil.example/'",
