@@ -328,6 +328,12 @@ final class WorkerUnderStressTests: WorkerTestCase {
         XCTAssertTrue(result.stderr.contains("courier migrate"), result.stderr)
     }
 
+    func testALeaseLongerThanADayIsAUsageError() throws {
+        let result = try CourierRunner.run(["worker", "--lease", "25h"], databaseURL: url)
+        XCTAssertEqual(result.status, 2, result.stderr)
+        XCTAssertTrue(result.stderr.contains("--lease must be at most 24h"), result.stderr)
+    }
+
     func testWatchdogIsNotPingedWhileALoopIsStuck() throws {
         let socket = try FakeNotifySocket()
         defer { socket.close() }

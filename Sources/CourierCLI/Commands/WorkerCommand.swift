@@ -90,6 +90,8 @@ struct WorkerCommand: ParsableCommand {
             return seconds
         }
 
+        func text(_ seconds: Double) -> String { Output.duration(seconds) }
+
         var config = WorkerConfiguration()
         if let id = value(workerID, "WORKER_ID") { config.workerID = id }
         if let list = value(queues, "QUEUES") {
@@ -103,6 +105,8 @@ struct WorkerCommand: ParsableCommand {
         if let v = try integer(perHostLimit, "PER_HOST_LIMIT", "per-host-limit") { config.perHostLimit = v }
         if let v = try duration(pollInterval, "POLL_INTERVAL", "poll-interval") { config.pollInterval = max(0.01, v) }
         if let v = try duration(lease, "LEASE", "lease") {
+            // courier.jobs refuses a lease more than a day ahead (jobs_lease_bounded).
+            guard v <= 86_400 else { throw CLIError.usage("--lease must be at most 24h, got \(text(v))") }
             config.leaseDuration = max(1, v)
             config.heartbeatInterval = config.leaseDuration / 4
         }
