@@ -54,6 +54,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// The configuration this transport was created with.
     public let configuration: Configuration
     private let client: HTTPClient
+    private let deadlines = DeadlineWatch()
     private let pinnedClients: PinnedClientCache
     private let logger: Logger?
 
@@ -151,7 +152,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         let logger = self.logger
         let prepared = outgoing
         do {
-            return try await Self.withDeadline(timeout, timers: client.eventLoopGroup) {
+            return try await Self.withDeadline(timeout, watch: deadlines) {
                 let deadline = NIODeadline.now() + TimeAmount(timeout)
                 let response = try await client.execute(prepared, deadline: deadline, logger: logger)
                 let (excerpt, truncated) = try await Self.readExcerpt(of: response.body, limit: limit)
@@ -171,20 +172,19 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// Runs `operation` and cancels it when `timeout` has passed, throwing a
     /// ``TransportError/Kind/readTimeout``: AsyncHTTPClient's own deadline ends at the response
     /// head, and its read timeout is reset by every byte, so neither stops a trickling body.
-    ///
-    /// The timer is a task scheduled on one of `timers`' event loops, not a sleeping child
-    /// task: a task group with a sleeper cost a busy worker about a third of its throughput.
+    /// The cut-off comes from `watch`, within its resolution after the deadline.
     static func withDeadline<T: Sendable>(
-        _ timeout: Duration, timers: any EventLoopGroup,
+        _ timeout: Duration, watch: DeadlineWatch,
         _ operation: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let work = Task { try await operation() }
         let expired = ExpiryFlag()
-        let timer = timers.next().scheduleTask(in: TimeAmount(timeout)) {
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        let token = watch.add(after: seconds) {
             expired.set()
             work.cancel()
         }
-        defer { timer.cancel() }
+        defer { watch.remove(token) }
         do {
             return try await withTaskCancellationHandler {
                 try await work.value
@@ -199,7 +199,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         }
     }
 
-    /// Set once by the deadline's timer, read by the request that it cut off.
+    /// Set once by the deadline watch, read by the request that it cut off.
     private final class ExpiryFlag: @unchecked Sendable {
         private let lock = NSLock()
         private var value = false
