@@ -32,6 +32,29 @@ final class ClaimLoopMachineTests: XCTestCase {
         _ = m.handle(.claimed(started: started, deferred: [], requested: requested ?? m.settings.batchSize), now: 0)
     }
 
+    /// Answers every statement the machine runs with a connection failure and every sleep with
+    /// its timer, from `actions` at `start`, until it exits; returns when it did.
+    private func failEveryStatementUntilExit(
+        _ m: inout ClaimLoopMachine, _ first: [LoopAction], from start: UInt64
+    ) -> UInt64 {
+        var actions = first
+        var now = start
+        for _ in 0..<100 {
+            if actions == [.exit] { return now }
+            if case .run(let statement) = actions.last {
+                actions = m.handle(.failed(statement, connection: true), now: now)
+            } else if case .sleep(let until?) = actions.last {
+                now = until
+                actions = m.handle(.tick, now: now)
+            } else {
+                XCTFail("unexpected actions \(actions)")
+                return now
+            }
+        }
+        XCTFail("the machine never gave up")
+        return now
+    }
+
     func testFirstEventClaimsAtOnce() {
         var m = machine()
         XCTAssertEqual(m.handle(.tick, now: 0), [.run(.claim(limit: 4))])
@@ -221,21 +244,8 @@ final class ClaimLoopMachineTests: XCTestCase {
         busy(&m, started: refs(1...1))
         _ = m.handle(.stopRequested, now: 0)
         let done = record(JobRef(id: 1, attempt: 1))
-        var actions = m.handle(.finished([done], interrupted: false), now: second)
-        var now = second
-        var rounds = 0
-        while actions != [.exit] {
-            rounds += 1
-            XCTAssertLessThan(rounds, 100, "the machine never gave up")
-            if case .run(let statement) = actions.last {
-                actions = m.handle(.failed(statement, connection: true), now: now)
-            } else if case .sleep(let until?) = actions.last {
-                now = until
-                actions = m.handle(.tick, now: now)
-            } else {
-                return XCTFail("unexpected actions \(actions)")
-            }
-        }
+        let actions = m.handle(.finished([done], interrupted: false), now: second)
+        let now = failEveryStatementUntilExit(&m, actions, from: second)
         XCTAssertGreaterThanOrEqual(now, 15 * second)
         XCTAssertLessThanOrEqual(now, 15 * second + 5 * second)
     }
@@ -248,19 +258,7 @@ final class ClaimLoopMachineTests: XCTestCase {
         var actions = m.handle(.tick, now: now)
         XCTAssertEqual(actions, [.cancelDeliveries(refs(1...2)), .interrupt(refs(1...2))])
         actions = m.handle(.finished(refs(1...2).map { record($0, .retry(delay: 0)) }, interrupted: true), now: now)
-        var rounds = 0
-        while actions != [.exit] {
-            rounds += 1
-            XCTAssertLessThan(rounds, 100)
-            if case .run(let statement) = actions.last {
-                actions = m.handle(.failed(statement, connection: true), now: now)
-            } else if case .sleep(let until?) = actions.last {
-                now = until
-                actions = m.handle(.tick, now: now)
-            } else {
-                return XCTFail("unexpected actions \(actions)")
-            }
-        }
+        now = failEveryStatementUntilExit(&m, actions, from: now)
         XCTAssertLessThanOrEqual(now, 2 * second + 5 * second + 5 * second)
     }
 

@@ -52,21 +52,6 @@ final class ResilienceTests: WorkerTestCase {
         pools.append(pool)
     }
 
-    private func startWorkerProcess(extra: [String] = []) throws -> (Process, Pipe) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CourierBinary.path)
-        process.arguments = [
-            "worker", "--database-url", url, "--queues", queue, "--allow-private-targets", "--poll-interval", "100ms",
-            "--log-level", "error",
-        ] + extra
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        processes.append(process)
-        return (process, errors)
-    }
-
     func testTwoPoolsNeverDeliverTheSameJobConcurrently() async throws {
         let sink = try await startSink(delay: 0.01)
         let ids = try (0..<200).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
@@ -87,7 +72,7 @@ final class ResilienceTests: WorkerTestCase {
     func testKilledWorkerProcessLosesNoJob() async throws {
         let sink = try await startSink(delay: 1.0)
         let ids = try (0..<6).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue, maxAttempts: 5) }
-        let (process, _) = try startWorkerProcess(extra: ["--lease", "2s"])
+        let (process, _) = try startWorkerProcess(["--lease", "2s"])
         // Wait until it holds jobs mid-delivery, then kill -9.
         let deadline = Date().addingTimeInterval(20)
         while log.all.count < 3, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
@@ -103,7 +88,7 @@ final class ResilienceTests: WorkerTestCase {
     func testSigtermLetsInFlightDeliveriesFinishAndExitsZero() async throws {
         let sink = try await startSink(delay: 1.0)
         let ids = try (0..<4).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
-        let (process, errors) = try startWorkerProcess(extra: ["--grace-period", "10s"])
+        let (process, errors) = try startWorkerProcess(["--grace-period", "10s"])
         let deadline = Date().addingTimeInterval(20)
         while log.all.count < ids.count, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
         XCTAssertEqual(log.all.count, ids.count)
@@ -117,7 +102,7 @@ final class ResilienceTests: WorkerTestCase {
     func testSigtermAfterTheGracePeriodRecordsUnfinishedDeliveriesAsInterruptedAndDueAgain() async throws {
         let sink = try await startSink(delay: 5.0)
         let ids = try (0..<3).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
-        let (process, _) = try startWorkerProcess(extra: ["--grace-period", "200ms"])
+        let (process, _) = try startWorkerProcess(["--grace-period", "200ms"])
         let deadline = Date().addingTimeInterval(20)
         while log.all.count < 3, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
         kill(process.processIdentifier, SIGTERM)

@@ -22,6 +22,24 @@ class WorkerTestCase: XCTestCase {
     /// True when the test created `url` for itself and drops it afterwards.
     var ownsDatabase = false
 
+    /// Starts a `courier worker` process on this test's queue (private targets allowed, polling
+    /// every 100 ms) with `extra` flags; returns it with its stderr.
+    func startWorkerProcess(_ extra: [String] = []) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CourierBinary.path)
+        process.arguments =
+            [
+                "worker", "--database-url", url, "--queues", queue, "--allow-private-targets", "--poll-interval", "100ms",
+                "--log-level", "error",
+            ] + extra
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        processes.append(process)
+        return (process, errors)
+    }
+
     override func tearDown() async throws {
         for process in processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
         pools.forEach { $0.shutdown() }

@@ -57,22 +57,6 @@ final class WorkerUnderStressTests: WorkerTestCase {
         return pool
     }
 
-    private func startWorkerProcess(_ extra: [String]) throws -> (Process, Pipe) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CourierBinary.path)
-        process.arguments =
-            [
-                "worker", "--database-url", url, "--queues", queue, "--allow-private-targets", "--poll-interval", "100ms",
-                "--log-level", "error",
-            ] + extra
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        processes.append(process)
-        return (process, errors)
-    }
-
     private func waitForRequests(_ count: Int, timeout: Double = 20) async throws {
         let deadline = Date().addingTimeInterval(timeout)
         while log.all.count < count, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
