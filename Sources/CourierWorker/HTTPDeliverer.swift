@@ -16,7 +16,7 @@ public struct HTTPDelivererConfiguration: Sendable {
     /// Connections kept per host (default 32; match the per-host in-flight cap).
     public var maximumConnectionsPerHost: Int = 32
     /// In-process retries of a refused or reset connection (default 2): the first tier of
-    /// DESIGN.md §3. Everything else goes back to the queue's schedule.
+    /// docs/state-machine.md. Everything else goes back to the queue's schedule.
     public var quickRetries: Int = 2
     /// Delay before the first quick retry in seconds, doubling after (default 0.1).
     public var quickRetryDelay: Double = 0.1
@@ -186,7 +186,7 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         return text
     }
 
-    /// Maps a response to the queue's view (DESIGN.md §3): 2xx delivered; 408, 425, 429, 5xx
+    /// Maps a response to the queue's view (docs/state-machine.md): 2xx delivered; 408, 425, 429, 5xx
     /// retryable (with `Retry-After` when sent); everything else, 3xx included, permanent.
     static func classify(_ response: HTTPResponseSummary) -> DeliveryResult {
         let status = response.status

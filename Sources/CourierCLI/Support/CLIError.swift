@@ -1,6 +1,6 @@
 import Postgres
 
-/// The exit codes of `courier` (DESIGN.md §1).
+/// The exit codes of `courier` (listed in the README and docs/operations.md).
 public enum CourierExitCode: Int32, Sendable {
     /// Success.
     case ok = 0

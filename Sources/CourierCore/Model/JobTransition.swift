@@ -25,7 +25,7 @@ public enum DeliveryResult: Sendable, Equatable {
     }
 }
 
-/// The state a running job moves to after an attempt (DESIGN.md §3).
+/// The state a running job moves to after an attempt (docs/state-machine.md).
 public enum JobTransition: Sendable, Equatable {
     /// `running → succeeded`.
     case succeed
