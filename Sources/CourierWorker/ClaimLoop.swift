@@ -182,7 +182,8 @@ final class ClaimLoop: @unchecked Sendable {
             case .claim(let limit):
                 let claim = try store.claimBatch(
                     queues: configuration.queues, limit: limit,
-                    leaseMilliseconds: Int(configuration.leaseDuration * 1000))
+                    leaseMilliseconds: Int(configuration.leaseDuration * 1000),
+                    perHostLimit: configuration.perHostLimit)
                 metrics.claims.increment()
                 for quarantined in claim.quarantined {
                     metrics.dead.increment()
@@ -190,7 +191,7 @@ final class ClaimLoop: @unchecked Sendable {
                         "job moved to the dead letters: the worker cannot handle its row",
                         metadata: ["job.id": "\(quarantined.id)", "error": "\(quarantined.reason)"])
                 }
-                return startDeliveries(claim.jobs, requested: limit)
+                return startDeliveries(claim.jobs, requested: limit, heldBack: claim.heldBack)
             case .record(let records):
                 let outcome = try store.record(records)
                 for quarantined in outcome.quarantined {
@@ -241,15 +242,15 @@ final class ClaimLoop: @unchecked Sendable {
         }
     }
 
-    /// Starts a delivery for each claimed job whose host and queue have room.
-    private func startDeliveries(_ claimed: [ClaimedJob], requested: Int) -> LoopEvent {
+    /// Starts a delivery for each claimed job whose queue has room (the claim already kept
+    /// every destination within its caps).
+    private func startDeliveries(_ claimed: [ClaimedJob], requested: Int, heldBack: Bool) -> LoopEvent {
         metrics.claimed.increment(by: claimed.count)
         var startedRefs: [JobRef] = []
         var deferred: [JobRef] = []
         for job in claimed {
             let ref = JobRef(id: job.id, attempt: job.attempt)
-            let host = job.host
-            guard limiter.tryAcquire(host: host, queue: job.queue, queueLimit: job.queueMaxInFlight) else {
+            guard limiter.tryAcquire(queue: job.queue, queueLimit: job.queueMaxInFlight) else {
                 deferred.append(ref)
                 continue
             }
@@ -261,19 +262,20 @@ final class ClaimLoop: @unchecked Sendable {
                 let report = await deliverer.deliver(job)
                 let finishedAt = Date()
                 metrics.wireEnded()
-                limiter.release(host: host, queue: job.queue)
+                limiter.release(queue: job.queue)
                 let transition = JobTransition.decide(
                     result: report.result, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule,
-                    random: Double.random(in: 0..<1))
+                    postponements: job.postponements, parkOnGone: job.parkOnGone, random: Double.random(in: 0..<1))
                 metrics.latency.recordSeconds(finishedAt.timeIntervalSince(startedAt))
                 self?.post(
                     AttemptRecord(
                         jobID: job.id, attempt: job.attempt, transition: transition, result: report.result,
-                        startedAt: startedAt, finishedAt: finishedAt, responseExcerpt: report.responseExcerpt))
+                        startedAt: startedAt, finishedAt: finishedAt, responseExcerpt: report.responseExcerpt,
+                        host: job.host))
             }
         }
         lock.withLock { inFlightNow += startedRefs.count }
-        return .claimed(started: startedRefs, deferred: deferred, requested: requested)
+        return .claimed(started: startedRefs, deferred: deferred, requested: requested, heldBack: heldBack)
     }
 
     /// Called by a finished delivery on whatever thread it ran: leaves the outcome in the
@@ -306,9 +308,10 @@ final class ClaimLoop: @unchecked Sendable {
             result: result, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule, random: 0.5)
         if case .retry = transition { transition = .retry(delay: 0) }
         let now = Date()
+        // The receiver did nothing wrong: the cut-off says nothing about the destination.
         return AttemptRecord(
             jobID: job.id, attempt: job.attempt, transition: transition, result: result, startedAt: now,
-            finishedAt: now, responseExcerpt: nil)
+            finishedAt: now, responseExcerpt: nil, host: job.host, signal: DestinationSignal.none)
     }
 }
 

@@ -12,7 +12,11 @@ final class WorkerMetrics: @unchecked Sendable {
     let succeeded = Counter(label: "courier_jobs_succeeded_total")
     let retried = Counter(label: "courier_jobs_retried_total")
     let dead = Counter(label: "courier_jobs_dead_total")
-    /// Claimed jobs given back because their host or queue was at its cap.
+    /// Jobs rescheduled without spending an attempt (429/503 with Retry-After).
+    let postponed = Counter(label: "courier_jobs_postponed_total")
+    /// Jobs parked because their destination answered 410 Gone and was disabled.
+    let parked = Counter(label: "courier_jobs_parked_total")
+    /// Claimed jobs given back because their queue was at its per-process cap.
     let deferred = Counter(label: "courier_jobs_deferred_total")
     let rescued = Counter(label: "courier_jobs_rescued_total")
     let latency = Timer(label: "courier_delivery_duration_seconds")
@@ -37,7 +41,17 @@ final class WorkerMetrics: @unchecked Sendable {
         case .succeed: succeeded.increment()
         case .retry: retried.increment()
         case .dead: dead.increment()
+        case .postpone: postponed.increment()
+        case .park: parked.increment()
         }
+    }
+
+    /// Publishes how many destinations have an open breaker, are disabled, or are at their
+    /// in-flight cap (fleet-wide figures: every worker reports the same).
+    func recordDestinations(_ health: DestinationHealth) {
+        Gauge(label: "courier_destinations_breaker_open").record(health.breakerOpen)
+        Gauge(label: "courier_destinations_disabled").record(health.disabled)
+        Gauge(label: "courier_destinations_running").record(health.running)
     }
 
     /// Publishes per-queue due depth and the age of the oldest due job; queues that no longer

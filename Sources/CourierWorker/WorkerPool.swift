@@ -45,7 +45,7 @@ public final class WorkerPool: @unchecked Sendable {
             try PostgresConnection(databaseURL, applicationName: name, settings: settings)
         }
         self.connect = connect
-        let limiter = InFlightLimiter(perHostLimit: configuration.perHostLimit)
+        let limiter = InFlightLimiter()
         let loopCount = min(configuration.loops, configuration.concurrency)
         loops = (0..<loopCount).map { index in
             // Split the slots evenly; the first loops take the remainder.
@@ -212,6 +212,7 @@ public final class WorkerPool: @unchecked Sendable {
             }
         }
         metrics.recordDepth(try store.queueDepth(queues: configuration.queues))
+        metrics.recordDestinations(try store.destinationHealth())
     }
 }
 

@@ -35,7 +35,7 @@ struct WorkerCommand: ParsableCommand {
     @Option(name: .customLong("batch-size"), help: "The most jobs one claim takes (default 100).")
     var batchSize: Int?
 
-    @Option(name: .customLong("per-host-limit"), help: "Deliveries in flight to one host at once (default 32).")
+    @Option(name: .customLong("per-host-limit"), help: "Requests in flight to one host at once across all workers, for hosts without their own cap (`courier hosts set`) (default 100).")
     var perHostLimit: Int?
 
     @Option(name: .customLong("poll-interval"), help: "Claim at least this often without a notification (default 1s).")
@@ -58,6 +58,11 @@ struct WorkerCommand: ParsableCommand {
 
     @Flag(name: .customLong("allow-private-targets"), help: "Allow deliveries to private, loopback and link-local addresses.")
     var allowPrivateTargets = false
+
+    @Option(
+        name: .customLong("resolve"),
+        help: "NAME=ADDRESS: answer DNS for NAME (or *.SUFFIX) with ADDRESS, like curl --resolve (repeatable).")
+    var resolve: [String] = []
 
     @Option(name: .customLong("metrics-port"), help: "Serve Prometheus metrics on 127.0.0.1:<port>/metrics.")
     var metricsPort: Int?
@@ -117,6 +122,15 @@ struct WorkerCommand: ParsableCommand {
         if let v = try duration(connectTimeout, "CONNECT_TIMEOUT", "connect-timeout") { http.connectTimeout = v }
         http.allowPrivateTargets = allowPrivateTargets || env["COURIER_ALLOW_PRIVATE_TARGETS"] == "true"
         http.maximumConnectionsPerHost = config.perHostLimit
+        if !resolve.isEmpty {
+            let entries = try resolve.map { text -> OverrideResolver.Entry in
+                guard let entry = OverrideResolver.Entry(text) else {
+                    throw CLIError.usage("--resolve: \(text.debugDescription) is not NAME=ADDRESS (e.g. *.localhost=127.0.0.1)")
+                }
+                return entry
+            }
+            http.resolver = OverrideResolver(entries: entries)
+        }
         let level = value(logLevel, "LOG_LEVEL") ?? "info"
         guard let parsedLevel = Logger.Level(rawValue: level) else {
             throw CLIError.usage("--log-level: unknown level \(level.debugDescription) (trace, debug, info, notice, warning, error)")
