@@ -1,8 +1,9 @@
-@testable import CourierCLI
 import CourierTesting
 import Foundation
 import Postgres
 import XCTest
+
+@testable import CourierCLI
 
 /// Commands that change many jobs by filter (`purge`, `dead requeue --all`, `jobs cancel
 /// --all`) say what they would change, ask on a terminal, refuse in scripts without `--yes`,
@@ -29,8 +30,9 @@ final class BulkChangeSafetyTests: CLITestCase {
         XCTAssertEqual(human.status, 0, human.stderr)
         XCTAssertTrue(human.stdout.contains("Would delete 3 dead jobs finished before"), human.stdout)
         XCTAssertTrue(human.stdout.contains(#"queue "billing""#), human.stdout)
-        let json = try XCTUnwrap(try courier("purge", "--state", "dead", "--older-than", "30d", "--dry-run", "--json").json()
-            as? [String: Any])
+        let json = try XCTUnwrap(
+            try courier("purge", "--state", "dead", "--older-than", "30d", "--dry-run", "--json").json()
+                as? [String: Any])
         XCTAssertEqual(json["matching"] as? Int, 3)
         XCTAssertEqual(json["deleted"] as? Int, 0)
         XCTAssertEqual(json["dry_run"] as? Bool, true)
@@ -128,7 +130,8 @@ final class BulkChangeSafetyTests: CLITestCase {
         let otherURL = try insertJob(queue: "billing", url: "https://new.example/hook")
         let otherQueue = try insertJob(queue: "mail", url: "https://old.example/hook")
 
-        let dry = try courier("jobs", "cancel", "--all", "--queue", "billing", "--url-contains", "old.example", "--dry-run", "--json")
+        let dry = try courier(
+            "jobs", "cancel", "--all", "--queue", "billing", "--url-contains", "old.example", "--dry-run", "--json")
         XCTAssertEqual(dry.status, 0, dry.stderr)
         XCTAssertEqual((try dry.json() as? [String: Any])?["matching"] as? Int, 4)
         let refused = try courier("jobs", "cancel", "--all", "--queue", "billing", "--url-contains", "old.example")
@@ -136,11 +139,13 @@ final class BulkChangeSafetyTests: CLITestCase {
         XCTAssertEqual(try count("SELECT count(*) FROM courier.jobs WHERE state = 'cancelled'"), 0)
 
         let result = try courier(
-            "jobs", "cancel", "--all", "--queue", "billing", "--url-contains", "old.example", "--yes", "--batch-size", "3")
+            "jobs", "cancel", "--all", "--queue", "billing", "--url-contains", "old.example", "--yes", "--batch-size",
+            "3")
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stdout.contains("Cancelled 4 jobs."), result.stdout)
         XCTAssertEqual(
-            try count("SELECT count(*) FROM courier.jobs WHERE state = 'cancelled' AND id = ANY ($1::bigint[])",
+            try count(
+                "SELECT count(*) FROM courier.jobs WHERE state = 'cancelled' AND id = ANY ($1::bigint[])",
                 [PostgresArray(matching)]), 4)
         XCTAssertEqual(try count("SELECT count(*) FROM courier.jobs WHERE id = $1 AND state = 'running'", [running]), 1)
         for id in [otherURL, otherQueue] {

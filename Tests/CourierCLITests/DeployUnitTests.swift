@@ -1,7 +1,8 @@
-@testable import CourierCLI
 import CourierTesting
 import Foundation
 import XCTest
+
+@testable import CourierCLI
 
 /// The files of `deploy/`: systemd accepts every unit, each points at its documentation, and
 /// the example settings work for a `DynamicUser=` service with `ProtectHome=`.
@@ -29,8 +30,9 @@ final class DeployUnitTests: XCTestCase {
     }
 
     func testEveryUnitPassesSystemdAnalyzeVerifyAndHasDocumentation() throws {
-        guard let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"]
-            .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+        guard
+            let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"]
+                .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
         else {
             if ProcessInfo.processInfo.environment["CI"] == "true" {
                 return XCTFail("systemd-analyze is missing (apt-get install systemd)")
@@ -41,7 +43,8 @@ final class DeployUnitTests: XCTestCase {
         XCTAssertTrue(units.contains("courier-worker.service") && units.contains("courier-worker@.service"), "\(units)")
         let binary = CourierBinary.path
         XCTAssertTrue(FileManager.default.isExecutableFile(atPath: binary), binary)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-units-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "courier-units-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
 
@@ -51,7 +54,9 @@ final class DeployUnitTests: XCTestCase {
             XCTAssertFalse(documentation.isEmpty, "\(unit) has no Documentation= line")
             // verify checks that ExecStart is executable: point it at the binary just built.
             let local = text.replacingOccurrences(of: "/usr/local/bin/courier", with: binary)
-            if unit.hasSuffix(".service") { XCTAssertNotEqual(local, text, "\(unit) does not run /usr/local/bin/courier") }
+            if unit.hasSuffix(".service") {
+                XCTAssertNotEqual(local, text, "\(unit) does not run /usr/local/bin/courier")
+            }
             var copies = [unit]
             if unit.contains("@.") { copies.append(unit.replacingOccurrences(of: "@.", with: "@billing.")) }
             for copy in copies {
@@ -67,8 +72,10 @@ final class DeployUnitTests: XCTestCase {
 
     func testExampleSettingsUseUnitsAndATLSRootThatNeedsNoHome() throws {
         let settings = try exampleSettings()
-        for key in ["COURIER_GRACE_PERIOD", "COURIER_RETENTION", "COURIER_POLL_INTERVAL", "COURIER_LEASE",
-                    "COURIER_REQUEST_TIMEOUT", "COURIER_CONNECT_TIMEOUT"] {
+        for key in [
+            "COURIER_GRACE_PERIOD", "COURIER_RETENTION", "COURIER_POLL_INTERVAL", "COURIER_LEASE",
+            "COURIER_REQUEST_TIMEOUT", "COURIER_CONNECT_TIMEOUT",
+        ] {
             guard let value = settings[key] else { continue }
             XCTAssertNotNil(DurationParser.seconds(value), "\(key)=\(value) is not a duration the worker takes")
         }
@@ -92,9 +99,12 @@ final class DeployUnitTests: XCTestCase {
         let server = try await RawTCPServer.start(script: .respond(Array("S".utf8)))
         let base = "postgresql://courier@127.0.0.1:\(server.port)/courier?connect_timeout=2&"
 
-        let missing = try CourierRunner.run(["jobs", "list"], databaseURL: base + "sslmode=verify-full&sslrootcert=/nonexistent/ca.crt")
+        let missing = try CourierRunner.run(
+            ["jobs", "list"], databaseURL: base + "sslmode=verify-full&sslrootcert=/nonexistent/ca.crt")
         XCTAssertEqual(missing.status, 1, missing.stderr)
-        XCTAssertTrue(missing.stderr.contains("/nonexistent/ca.crt"), "the server must get libpq to load certificates: \(missing.stderr)")
+        XCTAssertTrue(
+            missing.stderr.contains("/nonexistent/ca.crt"),
+            "the server must get libpq to load certificates: \(missing.stderr)")
 
         let example = try CourierRunner.run(["jobs", "list"], databaseURL: base + exampleQuery)
         XCTAssertEqual(example.status, 1, example.stderr)

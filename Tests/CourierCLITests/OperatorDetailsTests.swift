@@ -1,8 +1,9 @@
-@testable import CourierCLI
 import CourierTesting
 import Foundation
 import Postgres
 import XCTest
+
+@testable import CourierCLI
 
 /// The smaller things an operator meets: cut listings, hints when nothing happened, requeue
 /// filters, binary excerpts, `stats --watch` into a pipe.
@@ -11,7 +12,9 @@ final class OperatorDetailsTests: CLITestCase {
         for _ in 0..<3 { try insertJob(state: "dead", lastError: "HTTP 500") }
         let cut = try courier("jobs", "list", "--limit", "2")
         XCTAssertEqual(cut.status, 0, cut.stderr)
-        XCTAssertTrue(cut.stdout.contains("More jobs match: showing the newest 2 (raise --limit or narrow the filters)."), cut.stdout)
+        XCTAssertTrue(
+            cut.stdout.contains("More jobs match: showing the newest 2 (raise --limit or narrow the filters)."),
+            cut.stdout)
         let whole = try courier("jobs", "list", "--limit", "3")
         XCTAssertFalse(whole.stdout.contains("More jobs match"), whole.stdout)
         let dead = try courier("dead", "list", "--limit", "1")
@@ -19,7 +22,8 @@ final class OperatorDetailsTests: CLITestCase {
 
         let json = try courier("dead", "list", "--limit", "2", "--json")
         XCTAssertEqual((try json.json() as? [Any])?.count, 2, "the JSON document stays a plain array")
-        XCTAssertEqual(json.stderrLines, ["note: more jobs match: showing the newest 2 (raise --limit or narrow the filters)"])
+        XCTAssertEqual(
+            json.stderrLines, ["note: more jobs match: showing the newest 2 (raise --limit or narrow the filters)"])
         XCTAssertEqual(try courier("jobs", "list", "--limit", "3", "--json").stderr, "")
 
         for bad in [["--limit", "0"], ["--limit", "-1"], ["--limit=-1"], ["--limit", "-9223372036854775808"]] {
@@ -28,7 +32,8 @@ final class OperatorDetailsTests: CLITestCase {
         }
         assertFails(try courier("jobs", "list", "--limit", "many"), code: 2, mentioning: "--limit")
         assertFails(try courier("jobs", "list", "--limit"), code: 2, mentioning: "--limit")
-        XCTAssertEqual(try courier("jobs", "list", "--limit", String(Int.max)).status, 0, "no overflow asking for one more")
+        XCTAssertEqual(
+            try courier("jobs", "list", "--limit", String(Int.max)).status, 0, "no overflow asking for one more")
     }
 
     func testRetryOfAJobThatCannotRunAgainSaysWhyAndWhatToDo() throws {
@@ -44,8 +49,11 @@ final class OperatorDetailsTests: CLITestCase {
         let cancelled = try insertJob(state: "cancelled")
         XCTAssertTrue(try courier("jobs", "retry", String(cancelled)).stderr.contains("it was cancelled"))
         let pending = try insertJob()
-        XCTAssertTrue(try courier("dead", "requeue", String(pending)).stderr.contains("courier jobs retry \(pending) runs it now"))
-        XCTAssertEqual(try count("SELECT count(*) FROM courier.jobs WHERE id = $1 AND state = 'succeeded'", [succeeded]), 1)
+        XCTAssertTrue(
+            try courier("dead", "requeue", String(pending)).stderr.contains("courier jobs retry \(pending) runs it now")
+        )
+        XCTAssertEqual(
+            try count("SELECT count(*) FROM courier.jobs WHERE id = $1 AND state = 'succeeded'", [succeeded]), 1)
     }
 
     func testDeadRequeueFiltersByLiteralURLSubstringAndTime() throws {
@@ -67,14 +75,17 @@ final class OperatorDetailsTests: CLITestCase {
 
         let literal = try courier("dead", "requeue", "--all", "--url-contains", "%25_", "--yes", "--json")
         XCTAssertEqual((try literal.json() as? [String: Any])?["requeued"] as? Int, 1, literal.stderr)
-        XCTAssertEqual(try count("SELECT count(*) FROM courier.jobs WHERE id = $1 AND state = 'pending'", [wildcard]), 1)
+        XCTAssertEqual(
+            try count("SELECT count(*) FROM courier.jobs WHERE id = $1 AND state = 'pending'", [wildcard]), 1)
         XCTAssertEqual(try count("SELECT count(*) FROM courier.jobs WHERE id = $1 AND state = 'dead'", [lookalike]), 1)
 
-        let before = try courier("dead", "requeue", "--all", "--url-contains", "b.example", "--failed-before", "1d", "--yes")
+        let before = try courier(
+            "dead", "requeue", "--all", "--url-contains", "b.example", "--failed-before", "1d", "--yes")
         XCTAssertEqual(before.status, 0, before.stderr)
         XCTAssertEqual(try count("SELECT count(*) FROM courier.jobs WHERE id = $1 AND state = 'pending'", [old]), 1)
         XCTAssertEqual(try count("SELECT count(*) FROM courier.jobs WHERE id = $1 AND state = 'dead'", [recent]), 1)
-        let since = try courier("dead", "requeue", "--all", "--failed-after", "2d", "--url-contains", "b.example", "--yes")
+        let since = try courier(
+            "dead", "requeue", "--all", "--failed-after", "2d", "--url-contains", "b.example", "--yes")
         XCTAssertEqual(since.status, 0, since.stderr)
         XCTAssertEqual(try count("SELECT count(*) FROM courier.jobs WHERE id = $1 AND state = 'pending'", [recent]), 1)
         assertFails(try courier("dead", "requeue", "5", "--url-contains", "x"), code: 2, mentioning: "filter --all")
@@ -91,7 +102,9 @@ final class OperatorDetailsTests: CLITestCase {
                                           response_excerpt)
             VALUES ($1, 1, now(), now(), 3, 500, 'HTTP 500', 'w', $2)
             """, [id, excerpt])
-        for command in [["jobs", "show", String(id)], ["dead", "show", String(id)], ["jobs", "show", String(id), "--json"]] {
+        for command in [
+            ["jobs", "show", String(id)], ["dead", "show", String(id)], ["jobs", "show", String(id), "--json"],
+        ] {
             let result = try courier(command)
             XCTAssertEqual(result.status, 0, result.stderr)
             for raw in ["\u{1B}", "\u{07}", "\u{9B}", "\u{202E}", "\u{7F}", "\r"] {
@@ -104,7 +117,8 @@ final class OperatorDetailsTests: CLITestCase {
         let json = try XCTUnwrap(try courier("jobs", "show", String(id), "--json").json() as? [String: Any])
         XCTAssertEqual(json["body_excerpt"] as? String, #"\e[31mred\xFF\x00\x07\\ok\r\n"#)
         let attempts = try XCTUnwrap(json["attempts"] as? [[String: Any]])
-        XCTAssertEqual(attempts.first?["response_excerpt"] as? String, #"\e]0;pwned\x07\e[2J\u{009B}31m\u{202E}evil\x7F fine é"#)
+        XCTAssertEqual(
+            attempts.first?["response_excerpt"] as? String, #"\e]0;pwned\x07\e[2J\u{009B}31m\u{202E}evil\x7F fine é"#)
 
         XCTAssertEqual(Output.escaped([0xE2, 0x82]), #"\xE2\x82"#, "a cut multi-byte character")
         XCTAssertEqual(Output.escaped([0xC0, 0xAF]), #"\xC0\xAF"#, "an overlong encoding")
@@ -115,7 +129,8 @@ final class OperatorDetailsTests: CLITestCase {
 
     func testStatsWatchIntoAFileWritesPlainSnapshots() throws {
         try insertJob(queue: "billing")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-watch-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "courier-watch-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let outURL = directory.appendingPathComponent("out")

@@ -58,7 +58,8 @@ final class QueuesStatsPurgeTests: CLITestCase {
         for _ in 0..<12 { try insertJob(state: "succeeded", finishedAgo: 10 * 86_400) }
         try insertJob(state: "succeeded", finishedAgo: 60)
         try insertJob(state: "dead", finishedAgo: 10 * 86_400)
-        let result = try courier("purge", "--state", "succeeded", "--older-than", "7d", "--batch-size", "5", "--json", "--yes")
+        let result = try courier("purge", "--state", "succeeded", "--older-than", "7d", "--batch-size", "5", "--json",
+            "--yes")
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertEqual((try result.json() as? [String: Any])?["deleted"] as? Int, 12)
         XCTAssertEqual(try jobCount, 2)

@@ -26,7 +26,8 @@ enum TerminalRunner {
         let bytes = Array(typed.utf8)
         guard write(master, bytes, bytes.count) == bytes.count else { throw TerminalError(message: "cannot type") }
 
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-tty-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "courier-tty-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let outURL = directory.appendingPathComponent("out")

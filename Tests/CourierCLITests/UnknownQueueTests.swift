@@ -1,7 +1,8 @@
-@testable import CourierCore
 import CourierTesting
 import Foundation
 import XCTest
+
+@testable import CourierCore
 
 /// A queue name nobody uses is a typo until `--create` says otherwise: exit code 3, one line
 /// naming close matches, nothing created or changed.
@@ -20,7 +21,9 @@ final class UnknownQueueTests: CLITestCase {
         let many = (0..<10_000).map { "queue-\($0)" }
         XCTAssertEqual(QueueNames.closeMatches(to: "queue-1234x", among: many, limit: 1), ["queue-1234"])
         // Long, unrelated names give up early and never match.
-        XCTAssertEqual(QueueNames.closeMatches(to: String(repeating: "a", count: 500), among: [String(repeating: "b", count: 500)]), [])
+        XCTAssertEqual(
+            QueueNames.closeMatches(
+                to: String(repeating: "a", count: 500), among: [String(repeating: "b", count: 500)]), [])
         XCTAssertEqual(QueueNames.editDistance(Array("ca"), Array("ac"), giveUpAbove: 3), 1)
         XCTAssertEqual(QueueNames.editDistance(Array("kitten"), Array("sitting"), giveUpAbove: 5), 3)
         XCTAssertEqual(QueueNames.editDistance(Array("kitten"), Array("sitting"), giveUpAbove: 1), 2)

@@ -108,7 +108,9 @@ struct DeadCommand: ParsableCommand {
             if all && !ids.isEmpty { throw CLIError.usage("give job ids or --all, not both") }
             if !all && ids.isEmpty { throw CLIError.usage("give dead job ids, or --all with filters") }
             if !all && filters.isGiven {
-                throw CLIError.usage("--queue, --since, --failed-after, --failed-before, --error-contains and --url-contains filter --all")
+                throw CLIError.usage(
+                    "--queue, --since, --failed-after, --failed-before, --error-contains and --url-contains "
+                        + "filter --all")
             }
             if !all && bulk.dryRun { throw CLIError.usage("--dry-run applies to --all") }
             if batchSize < 1 { throw CLIError.usage("--batch-size must be at least 1") }
@@ -147,7 +149,8 @@ struct DeadCommand: ParsableCommand {
                 break
             }
             let progress = ProgressLine("requeued", total: count)
-            let moved = try store.requeueDead(filter, maxID: maxID, batchSize: batchSize, progress: { progress.update($0) })
+            let moved = try store.requeueDead(
+                filter, maxID: maxID, batchSize: batchSize, progress: { progress.update($0) })
             progress.finish(moved)
             if output.json {
                 try Output.json(["requeued": moved, "matching": count, "dry_run": false])
@@ -165,11 +168,13 @@ struct DeadFilterOptions: ParsableArguments {
     var queue: String?
     @Option(
         name: [.customLong("since"), .customLong("failed-after")],
-        help: ArgumentHelp("Only jobs that died at or after: a duration ago (2h, 7d) or an ISO 8601 time.", valueName: "time"))
+        help: ArgumentHelp(
+            "Only jobs that died at or after: a duration ago (2h, 7d) or an ISO 8601 time.", valueName: "time"))
     var since: String?
     @Option(
         name: .customLong("failed-before"),
-        help: ArgumentHelp("Only jobs that died before: a duration ago (2h, 7d) or an ISO 8601 time.", valueName: "time"))
+        help: ArgumentHelp(
+            "Only jobs that died before: a duration ago (2h, 7d) or an ISO 8601 time.", valueName: "time"))
     var failedBefore: String?
     @Option(name: .customLong("error-contains"), help: "Only jobs whose last error contains this text (literally).")
     var errorContains: String?

@@ -47,7 +47,7 @@ struct EnqueueCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The body: inline text, @file, or - for stdin. JSON gets Content-Type: application/json.", valueName: "data"))
     var data: String?
 
-    @Option(help: "Queue name (default 'default'); a new name is allowed, with a warning when it is close to an existing one.")
+    @Option(help: "Queue name (default 'default'); a new name is allowed, with a warning if close to an existing one.")
     var queue: String = "default"
 
     @Option(help: ArgumentHelp("Wait this long before the first attempt (30s, 5m, 2h).", valueName: "duration"))
@@ -151,8 +151,8 @@ struct EnqueueCommand: ParsableCommand {
     /// existing queue is worth a warning, though, since its settings do not apply.
     static func warnIfTypo(_ queue: String, store: AdminStore) {
         guard let names = QueueCheck.closeMatches(for: queue, store: store) else { return }
-        MainOutput.error(
-            "warning: queue \(Redaction.text(queue).debugDescription) is new (did you mean \(names)?); the job was enqueued there")
+        let shown = Redaction.text(queue).debugDescription
+        MainOutput.error("warning: queue \(shown) is new (did you mean \(names)?); the job was enqueued there")
     }
 
     private func readData(_ argument: String) throws -> [UInt8] {

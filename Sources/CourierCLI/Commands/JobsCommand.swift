@@ -112,9 +112,12 @@ struct JobsCommand: ParsableCommand {
         var state: JobState?
         @Option(help: "With --all: only this queue.")
         var queue: String?
-        @Option(name: .customLong("url-contains"), help: "With --all: only jobs whose URL contains this text (literally).")
+        @Option(
+            name: .customLong("url-contains"), help: "With --all: only jobs whose URL contains this text (literally).")
         var urlContains: String?
-        @Option(help: ArgumentHelp("With --all: only jobs created since: a duration ago (2h) or an ISO 8601 time.", valueName: "time"))
+        @Option(
+            help: ArgumentHelp(
+                "With --all: only jobs created since: a duration ago (2h) or an ISO 8601 time.", valueName: "time"))
         var since: String?
         @OptionGroup var bulk: BulkChangeOptions
         @Option(name: .customLong("batch-size"), help: "With --all: jobs per transaction (default 1000).")
@@ -168,13 +171,16 @@ struct JobsCommand: ParsableCommand {
                 break
             }
             let progress = ProgressLine("cancelled", total: count)
-            let cancelled = try store.cancel(filter, maxID: maxID, batchSize: batchSize, progress: { progress.update($0) })
+            let cancelled = try store.cancel(
+                filter, maxID: maxID, batchSize: batchSize, progress: { progress.update($0) })
             progress.finish(cancelled)
             if output.json {
                 try Output.json(["cancelled": cancelled, "matching": count, "dry_run": false])
             } else {
                 var line = "Cancelled \(Output.count(cancelled)) jobs."
-                if cancelled < count { line += " \(Output.count(count - cancelled)) were claimed or finished meanwhile." }
+                if cancelled < count {
+                    line += " \(Output.count(count - cancelled)) were claimed or finished meanwhile."
+                }
                 print(line)
             }
         }
@@ -214,7 +220,8 @@ extension JobsOutput {
         case .dead where verb != "requeued": return "use courier dead requeue \(id) to try it again"
         case .running where verb == "cancelled": return "its request is in flight now and its outcome will be recorded"
         case .running: return "it is being delivered right now"
-        case .pending, .retrying: return verb == "requeued" ? "it is waiting already; courier jobs retry \(id) runs it now" : nil
+        case .pending, .retrying:
+            return verb == "requeued" ? "it is waiting already; courier jobs retry \(id) runs it now" : nil
         case .dead: return nil
         }
     }
@@ -290,7 +297,9 @@ enum JobsOutput {
 
     /// Lists the jobs of `filter`, at most `limit`, and says when more matched: one row more
     /// than shown is asked for, so the note costs nothing extra.
-    static func printList(_ store: AdminStore, _ filter: JobFilter, limit: LimitOption, json: Bool, showError: Bool) throws {
+    static func printList(
+        _ store: AdminStore, _ filter: JobFilter, limit: LimitOption, json: Bool, showError: Bool
+    ) throws {
         var filter = filter
         filter.limit = limit.limit == Int.max ? limit.limit : limit.limit + 1
         let found = try store.listJobs(filter)
@@ -348,7 +357,8 @@ enum JobsOutput {
                     "status": Output.orNull(attempt.status),
                     "error": Output.orNull(attempt.error.map(Redaction.message)),
                     "worker": Redaction.text(attempt.worker),
-                    "response_excerpt": Output.orNull(attempt.responseExcerpt.map { Redaction.message(Output.escaped($0)) }),
+                    "response_excerpt": Output.orNull(
+                        attempt.responseExcerpt.map { Redaction.message(Output.escaped($0)) }),
                 ]
             }
             try Output.json(object)
@@ -389,7 +399,9 @@ enum JobsOutput {
         }
         print(TextTable.render(rows))
         let responses = job.attempts.compactMap { attempt in
-            attempt.responseExcerpt.map { "  #\(attempt.attempt) response: \(Output.clip(Redaction.message(Output.escaped($0)), 200))" }
+            attempt.responseExcerpt.map {
+                "  #\(attempt.attempt) response: \(Output.clip(Redaction.message(Output.escaped($0)), 200))"
+            }
         }
         if !responses.isEmpty { print("\n" + responses.joined(separator: "\n")) }
     }

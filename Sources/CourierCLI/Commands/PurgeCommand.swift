@@ -28,7 +28,9 @@ struct PurgeCommand: ParsableCommand {
     @OptionGroup var bulk: BulkChangeOptions
     @Option(help: "succeeded, dead or cancelled.")
     var state: JobState
-    @Option(name: .customLong("older-than"), help: "Only jobs finished longer ago than this (e.g. 7d, 12h; a unit is required).")
+    @Option(
+        name: .customLong("older-than"),
+        help: "Only jobs finished longer ago than this (e.g. 7d, 12h; a unit is required).")
     var olderThan: String
     @Option(help: "Only this queue.")
     var queue: String?

@@ -110,7 +110,8 @@ struct QueuesCommand: ParsableCommand {
         defer { connection.close() }
         let store = AdminStore(connection: connection)
         if !create {
-            try QueueCheck.requireKnown(name, store: store, createHint: paused ? "pass --create to pause a new queue" : nil)
+            let hint = paused ? "pass --create to pause a new queue" : nil
+            try QueueCheck.requireKnown(name, store: store, createHint: hint)
         }
         try store.setPaused(name, paused)
         if output.json { try Output.json(["name": name, "paused": paused]) } else {
@@ -173,7 +174,9 @@ struct QueuesCommand: ParsableCommand {
             let connection = try database.connect()
             defer { connection.close() }
             let store = AdminStore(connection: connection)
-            if !create { try QueueCheck.requireKnown(name, store: store, createHint: "pass --create to set up a new queue") }
+            if !create {
+                try QueueCheck.requireKnown(name, store: store, createHint: "pass --create to set up a new queue")
+            }
             try store.update(name, change)
             let settings = try store.queues().first { $0.name == name }
             if output.json {

@@ -85,7 +85,8 @@ struct WorkerCommand: ParsableCommand {
         func duration(_ flag: String?, _ name: String, _ option: String) throws -> Double? {
             guard let text = value(flag, name) else { return nil }
             guard let seconds = DurationParser.seconds(text) else {
-                throw CLIError.usage(DurationParser.message(text, flag: flag != nil ? "--\(option)" : "COURIER_\(name)"))
+                let source = flag == nil ? "COURIER_\(name)" : "--\(option)"
+                throw CLIError.usage(DurationParser.message(text, flag: source))
             }
             return seconds
         }

@@ -56,7 +56,8 @@ enum DurationParser {
     static func message(_ text: String, flag: String) -> String {
         let shown = text.trimmingCharacters(in: .whitespaces)
         if parse(text) == .missingUnit {
-            return "\(flag): \(shown.debugDescription) needs a unit: write \(shown)s, \(shown)m, \(shown)h or \(shown)d "
+            return
+                "\(flag): \(shown.debugDescription) needs a unit: write \(shown)s, \(shown)m, \(shown)h or \(shown)d "
                 + "(units: ms, s, m, h, d, w; e.g. 1s, 5m, 2h, 7d)"
         }
         return "\(flag): \(shown.debugDescription) is not a duration (write e.g. 1s, 5m, 2h, 7d)"

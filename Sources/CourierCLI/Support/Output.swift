@@ -239,7 +239,9 @@ func parseISO8601(_ text: String) -> Date? {
 
 /// Parses a duration flag or throws a usage error naming the flag.
 func parseDuration(_ text: String, flag: String) throws -> Double {
-    guard let seconds = DurationParser.seconds(text) else { throw CLIError.usage(DurationParser.message(text, flag: flag)) }
+    guard let seconds = DurationParser.seconds(text) else {
+        throw CLIError.usage(DurationParser.message(text, flag: flag))
+    }
     return seconds
 }
 
