@@ -142,7 +142,7 @@ final class BulkChangeSafetyTests: CLITestCase {
             "jobs", "cancel", "--all", "--queue", "billing", "--url-contains", "old.example", "--yes", "--batch-size",
             "3")
         XCTAssertEqual(result.status, 0, result.stderr)
-        XCTAssertTrue(result.stdout.contains("Cancelled 4 jobs."), result.stdout)
+        XCTAssertTrue(result.stdout.contains("Cancelled 4 pending or retrying jobs (queue \"billing\""), result.stdout)
         XCTAssertEqual(
             try count(
                 "SELECT count(*) FROM courier.jobs WHERE state = 'cancelled' AND id = ANY ($1::bigint[])",

@@ -135,27 +135,8 @@ struct DeadCommand: ParsableCommand {
             try QueueCheck.requireKnown(filter.queue, store: store)
             let (count, maxID) = try store.countDead(filter)
             let what = "dead jobs (\(DeadFilterOptions.describe(filter)))"
-            switch try bulk.confirm("requeue \(Output.count(count)) \(what)", count: count) {
-            case .nothingMatches, .report:
-                if output.json {
-                    try Output.json(["requeued": 0, "matching": count, "dry_run": bulk.dryRun])
-                } else if count == 0 {
-                    print("No \(what).")
-                } else {
-                    print("Would requeue \(Output.count(count)) \(what). Nothing was changed (--dry-run).")
-                }
-                return
-            case .ask, .refuse, .proceed:
-                break
-            }
-            let progress = ProgressLine("requeued", total: count)
-            let moved = try store.requeueDead(
-                filter, maxID: maxID, batchSize: batchSize, progress: { progress.update($0) })
-            progress.finish(moved)
-            if output.json {
-                try Output.json(["requeued": moved, "matching": count, "dry_run": false])
-            } else {
-                print("Requeued \(Output.count(moved)) dead jobs.")
+            try bulk.run(verb: "requeue", done: "requeued", count: count, what: what, json: output.json) { progress in
+                try store.requeueDead(filter, maxID: maxID, batchSize: batchSize, progress: progress)
             }
         }
     }

@@ -157,31 +157,8 @@ struct JobsCommand: ParsableCommand {
                 ("queue", queue), ("URL contains", urlContains),
                 ("created since", filter.createdSince.map { Output.timestamp($0) }),
             ]) + ")"
-            switch try bulk.confirm("cancel \(Output.count(count)) \(what)", count: count) {
-            case .nothingMatches, .report:
-                if output.json {
-                    try Output.json(["cancelled": 0, "matching": count, "dry_run": bulk.dryRun])
-                } else if count == 0 {
-                    print("No \(what).")
-                } else {
-                    print("Would cancel \(Output.count(count)) \(what). Nothing was changed (--dry-run).")
-                }
-                return
-            case .ask, .refuse, .proceed:
-                break
-            }
-            let progress = ProgressLine("cancelled", total: count)
-            let cancelled = try store.cancel(
-                filter, maxID: maxID, batchSize: batchSize, progress: { progress.update($0) })
-            progress.finish(cancelled)
-            if output.json {
-                try Output.json(["cancelled": cancelled, "matching": count, "dry_run": false])
-            } else {
-                var line = "Cancelled \(Output.count(cancelled)) jobs."
-                if cancelled < count {
-                    line += " \(Output.count(count - cancelled)) were claimed or finished meanwhile."
-                }
-                print(line)
+            try bulk.run(verb: "cancel", done: "cancelled", count: count, what: what, json: output.json) { progress in
+                try store.cancel(filter, maxID: maxID, batchSize: batchSize, progress: progress)
             }
         }
     }

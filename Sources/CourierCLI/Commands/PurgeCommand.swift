@@ -54,33 +54,11 @@ struct PurgeCommand: ParsableCommand {
         let total = try store.countPurgeable(state: state, olderThan: cutoff, queue: queue)
         let what = "\(state.rawValue) jobs finished before \(Output.timestamp(cutoff))"
             + " (\(queue.map { "queue \($0.debugDescription)" } ?? "all queues"))"
-        switch try bulk.confirm("delete \(Output.count(total)) \(what)", count: total) {
-        case .nothingMatches, .report:
-            if output.json {
-                try Output.json([
-                    "deleted": 0, "matching": total, "dry_run": bulk.dryRun, "state": state.rawValue,
-                    "finished_before": Output.timestamp(cutoff),
-                ])
-            } else if total == 0 {
-                print("No \(what).")
-            } else {
-                print("Would delete \(Output.count(total)) \(what). Nothing was deleted (--dry-run).")
-            }
-            return
-        case .ask, .refuse, .proceed:
-            break
-        }
-        let progress = ProgressLine("deleted", total: total)
-        let deleted = try store.purge(
-            state: state, olderThan: cutoff, queue: queue, batchSize: batchSize, progress: { progress.update($0) })
-        progress.finish(deleted)
-        if output.json {
-            try Output.json([
-                "deleted": deleted, "matching": total, "dry_run": false, "state": state.rawValue,
-                "finished_before": Output.timestamp(cutoff),
-            ])
-        } else {
-            print("Deleted \(Output.count(deleted)) \(state.rawValue) jobs finished before \(Output.timestamp(cutoff)).")
+        try bulk.run(
+            verb: "delete", done: "deleted", count: total, what: what, json: output.json,
+            fields: ["state": state.rawValue, "finished_before": Output.timestamp(cutoff)]
+        ) { progress in
+            try store.purge(state: state, olderThan: cutoff, queue: queue, batchSize: batchSize, progress: progress)
         }
     }
 }

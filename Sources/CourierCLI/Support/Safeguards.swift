@@ -58,6 +58,50 @@ struct BulkChangeOptions: ParsableArguments {
     }
 }
 
+extension BulkChangeOptions {
+    /// Carries out a change of the `count` jobs a filter matched, the same way for every bulk
+    /// command: asks or refuses (`confirm`); prints that nothing matches, or the dry-run count,
+    /// and stops; or runs `change` with a progress line and prints how many changed.
+    ///
+    /// - Parameters:
+    ///   - verb: `delete`, `requeue`, `cancel`; `done` is its past tense, the JSON key and the
+    ///     progress label.
+    ///   - what: the jobs and their filter, e.g. `dead jobs (queue "billing")`.
+    ///   - json: print JSON (`{done, "matching", "dry_run"}` plus `fields`) instead of lines.
+    ///   - change: makes the change in batches, calling its argument with the running total;
+    ///     returns how many jobs changed.
+    func run(
+        verb: String, done: String, count: Int, what: String, json: Bool, fields: [String: Any] = [:],
+        change: (_ progress: (Int) -> Void) throws -> Int
+    ) throws {
+        func report(_ changed: Int, dryRun: Bool) throws {
+            try Output.json(fields.merging([done: changed, "matching": count, "dry_run": dryRun]) { $1 })
+        }
+        switch try confirm("\(verb) \(Output.count(count)) \(what)", count: count) {
+        case .nothingMatches, .report:
+            if json {
+                try report(0, dryRun: dryRun)
+            } else if count == 0 {
+                print("No \(what).")
+            } else {
+                print("Would \(verb) \(Output.count(count)) \(what). Nothing was changed (--dry-run).")
+            }
+            return
+        case .ask, .refuse, .proceed:
+            break
+        }
+        let progress = ProgressLine(done, total: count)
+        let changed = try change { progress.update($0) }
+        progress.finish(changed)
+        if json { return try report(changed, dryRun: false) }
+        var line = "\(done.prefix(1).uppercased())\(done.dropFirst()) \(Output.count(changed)) \(what)."
+        // Jobs can move on between the count and the change: claimed, finished, requeued by
+        // someone else. They are left alone, and the operator hears of it.
+        if changed < count { line += " \(Output.count(count - changed)) no longer matched." }
+        print(line)
+    }
+}
+
 /// Asks `question` on stderr and reads the answer from the terminal on stdin.
 ///
 /// - Throws: an error (exit code 1) unless the answer is `y` or `yes`.

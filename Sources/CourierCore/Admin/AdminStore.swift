@@ -175,8 +175,7 @@ public struct AdminStore {
 
     /// Dead jobs matching a bulk requeue's filter: how many, and the highest id.
     public func countDead(_ filter: DeadJobFilter) throws -> (count: Int, maxID: Int64) {
-        let row = try connection.query(AdminStatements.countDead, Self.parameters(filter, maxID: Int64.max))[0]
-        return (try row.decode(0), try row.decode(1))
+        try countAndMaxID(AdminStatements.countDead, Self.parameters(filter, maxID: Int64.max))
     }
 
     /// Requeues matching dead jobs with ids up to `maxID`, `batchSize` per transaction.
@@ -194,7 +193,13 @@ public struct AdminStore {
 
     /// Waiting jobs matching a bulk cancel's filter: how many, and the highest id.
     public func countCancellable(_ filter: CancelFilter) throws -> (count: Int, maxID: Int64) {
-        let row = try connection.query(AdminStatements.countCancellable, Self.parameters(filter, maxID: Int64.max))[0]
+        try countAndMaxID(AdminStatements.countCancellable, Self.parameters(filter, maxID: Int64.max))
+    }
+
+    private func countAndMaxID(
+        _ sql: String, _ parameters: [any PostgresEncodable]
+    ) throws -> (count: Int, maxID: Int64) {
+        let row = try connection.query(sql, parameters)[0]
         return (try row.decode(0), try row.decode(1))
     }
 

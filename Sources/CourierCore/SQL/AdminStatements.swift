@@ -204,23 +204,9 @@ public enum AdminStatements {
     /// One batch of a bulk requeue: the next `$8` matching dead jobs after id `$7`, in id order,
     /// each batch its own short transaction so a million dead jobs never hold one long lock.
     /// Returns how many moved and the highest id moved.
-    public static let requeueDeadBatch = """
-        WITH picked AS (
-            SELECT id FROM courier.jobs
-            WHERE \(deadFilter) AND id > $7
-            ORDER BY id
-            LIMIT $8
-            FOR UPDATE
-        ),
-        changed AS (
-            UPDATE courier.jobs j
-            SET state = 'pending', attempt = 0, run_at = now(), finished_at = NULL, updated_at = now()
-            FROM picked WHERE j.id = picked.id
-            RETURNING j.id, j.queue
-        ),
-        woken AS (SELECT pg_notify('courier_jobs', q.queue) FROM (SELECT DISTINCT queue FROM changed) q)
-        SELECT count(*), coalesce(max(id), 0), (SELECT count(*) FROM woken) FROM changed
-        """
+    public static let requeueDeadBatch = batch(
+        of: deadFilter, afterParameter: 7,
+        set: "state = 'pending', attempt = 0, run_at = now(), finished_at = NULL, updated_at = now()", wake: true)
 
     /// The filter of a bulk cancel: waiting jobs (pending or retrying; never running ones, whose
     /// request is in flight), `$1` only this state, `$2` queue, `$3` URL substring (literal),
@@ -243,22 +229,37 @@ public enum AdminStatements {
     /// One batch of a bulk cancel: the next `$7` matching jobs after id `$6`. The filter is
     /// evaluated again on the locked row, so a job a worker claimed meanwhile (now running) is
     /// left alone. Returns how many were cancelled and the highest id cancelled.
-    public static let cancelBatch = """
-        WITH picked AS (
-            SELECT id FROM courier.jobs
-            WHERE \(cancelFilter) AND id > $6
-            ORDER BY id
-            LIMIT $7
-            FOR UPDATE
-        ),
-        changed AS (
-            UPDATE courier.jobs j
-            SET state = 'cancelled', finished_at = now(), updated_at = now()
-            FROM picked WHERE j.id = picked.id
-            RETURNING j.id
-        )
-        SELECT count(*), coalesce(max(id), 0) FROM changed
-        """
+    public static let cancelBatch = batch(
+        of: cancelFilter, afterParameter: 6, set: "state = 'cancelled', finished_at = now(), updated_at = now()",
+        wake: false)
+
+    /// A batch of a bulk change: locks the next `$(after + 1)` rows matching `filter` with ids
+    /// above `$after`, in id order, and applies `set` to them; FOR UPDATE makes PostgreSQL
+    /// re-check the filter on rows that changed meanwhile. With `wake`, one NOTIFY per queue
+    /// touched. Returns the count and the highest id changed.
+    private static func batch(of filter: String, afterParameter after: Int, set: String, wake: Bool) -> String {
+        // `woken` runs because the last SELECT reads it.
+        let woken = """
+            ,
+            woken AS (SELECT pg_notify('courier_jobs', q.queue) FROM (SELECT DISTINCT queue FROM changed) q)
+            """
+        return """
+            WITH picked AS (
+                SELECT id FROM courier.jobs
+                WHERE \(filter) AND id > $\(after)
+                ORDER BY id
+                LIMIT $\(after + 1)
+                FOR UPDATE
+            ),
+            changed AS (
+                UPDATE courier.jobs j
+                SET \(set)
+                FROM picked WHERE j.id = picked.id
+                RETURNING j.id, j.queue
+            )\(wake ? woken : "")
+            SELECT count(*), coalesce(max(id), 0)\(wake ? ", (SELECT count(*) FROM woken)" : "") FROM changed
+            """
+    }
 
     /// Finished jobs a purge would delete: state `$1`, finished before `$2`, queue `$3`.
     public static let countPurgeable = """
