@@ -48,6 +48,10 @@ final class OperatorDetailsTests: CLITestCase {
         XCTAssertTrue(try courier("jobs", "retry", String(dead)).stderr.contains("use courier dead requeue \(dead)"))
         let cancelled = try insertJob(state: "cancelled")
         XCTAssertTrue(try courier("jobs", "retry", String(cancelled)).stderr.contains("it was cancelled"))
+        let cancel = try courier("jobs", "cancel", String(succeeded), String(cancelled))
+        XCTAssertTrue(cancel.stderr.contains("job \(succeeded): not cancelled: it is succeeded"), cancel.stderr)
+        XCTAssertTrue(cancel.stderr.contains("it is finished; nothing is left to cancel"), cancel.stderr)
+        XCTAssertTrue(cancel.stderr.contains("it is cancelled already"), cancel.stderr)
         let pending = try insertJob()
         XCTAssertTrue(
             try courier("dead", "requeue", String(pending)).stderr.contains("courier jobs retry \(pending) runs it now")

@@ -191,15 +191,21 @@ struct JobsCommand: ParsableCommand {
 extension JobsOutput {
     /// Why nothing happened to a job in `state`, and what would do what the operator wanted.
     static func hint(verb: String, state: JobState, id: Int64) -> String? {
+        if verb == "cancelled" {
+            switch state {
+            case .succeeded, .dead: return "it is finished; nothing is left to cancel"
+            case .cancelled: return "it is cancelled already"
+            case .running: return "its request is in flight now and its outcome will be recorded"
+            case .pending, .retrying: return nil
+            }
+        }
         switch state {
         case .succeeded: return "it was delivered already; enqueue a new job to send it again"
         case .cancelled: return "it was cancelled; enqueue a new job to send it"
-        case .dead where verb != "requeued": return "use courier dead requeue \(id) to try it again"
-        case .running where verb == "cancelled": return "its request is in flight now and its outcome will be recorded"
+        case .dead: return verb == "requeued" ? nil : "use courier dead requeue \(id) to try it again"
         case .running: return "it is being delivered right now"
         case .pending, .retrying:
             return verb == "requeued" ? "it is waiting already; courier jobs retry \(id) runs it now" : nil
-        case .dead: return nil
         }
     }
 }
