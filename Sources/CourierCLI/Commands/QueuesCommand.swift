@@ -65,8 +65,13 @@ struct QueuesCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Stop workers from claiming jobs of a queue (running jobs finish).",
             discussion: """
-                Example:
+                A name with neither settings nor jobs is refused (exit code 3, naming close
+                matches), so a typo cannot create a new, paused queue; --create pauses a queue
+                before its first job arrives.
+
+                Examples:
                   courier queues pause billing
+                  courier queues pause invoices --create
 
                 SQL: INSERT INTO courier.queues (name, paused) VALUES ('billing', true)
                      ON CONFLICT (name) DO UPDATE SET paused = true;
@@ -76,8 +81,10 @@ struct QueuesCommand: ParsableCommand {
         @OptionGroup var output: OutputOptions
         @Argument(help: "Queue name.")
         var name: String
+        @Flag(help: "Create the queue's settings when it has none and no jobs yet.")
+        var create = false
 
-        func run() throws { try setPaused(database, output, name, true) }
+        func run() throws { try setPaused(database, output, name, true, create: create) }
     }
 
     struct Resume: ParsableCommand {
@@ -93,13 +100,20 @@ struct QueuesCommand: ParsableCommand {
         @Argument(help: "Queue name.")
         var name: String
 
-        func run() throws { try setPaused(database, output, name, false) }
+        func run() throws { try setPaused(database, output, name, false, create: false) }
     }
 
-    static func setPaused(_ database: DatabaseOptions, _ output: OutputOptions, _ name: String, _ paused: Bool) throws {
+    static func setPaused(
+        _ database: DatabaseOptions, _ output: OutputOptions, _ name: String, _ paused: Bool, create: Bool
+    ) throws {
         let connection = try database.connect()
         defer { connection.close() }
-        try AdminStore(connection: connection).setPaused(name, paused)
+        let store = AdminStore(connection: connection)
+        if !create {
+            let hint = paused ? "pass --create to pause a new queue" : nil
+            try QueueCheck.requireKnown(name, store: store, createHint: hint)
+        }
+        try store.setPaused(name, paused)
         if output.json { try Output.json(["name": name, "paused": paused]) } else {
             print("Queue \(name) \(paused ? "paused" : "resumed").")
         }
@@ -116,6 +130,10 @@ struct QueuesCommand: ParsableCommand {
                   courier queues set billing --max-attempts 5 --retry-schedule 10s,1m,10m,1h
                   courier queues set billing --signing-secret-file /etc/courier/billing.secret
                   courier queues set billing --max-in-flight default --clear-signing-secret
+                  courier queues set invoices --create --max-attempts 3
+
+                A name with neither settings nor jobs is refused (exit code 3, naming close
+                matches) unless --create is given.
 
                 SQL: UPDATE courier.queues SET max_attempts = 5 WHERE name = 'billing';
                 """
@@ -134,6 +152,8 @@ struct QueuesCommand: ParsableCommand {
         var clearSigningSecret = false
         @Option(name: .customLong("max-in-flight"), help: "Most deliveries of this queue in flight per worker, or 'default'.")
         var maxInFlight: String?
+        @Flag(help: "Create the queue's settings when it has none and no jobs yet.")
+        var create = false
 
         func run() throws {
             var change = QueueSettingsChange()
@@ -154,6 +174,9 @@ struct QueuesCommand: ParsableCommand {
             let connection = try database.connect()
             defer { connection.close() }
             let store = AdminStore(connection: connection)
+            if !create {
+                try QueueCheck.requireKnown(name, store: store, createHint: "pass --create to set up a new queue")
+            }
             try store.update(name, change)
             let settings = try store.queues().first { $0.name == name }
             if output.json {

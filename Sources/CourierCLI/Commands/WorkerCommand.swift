@@ -90,7 +90,8 @@ struct WorkerCommand: ParsableCommand {
         func duration(_ flag: String?, _ name: String, _ option: String) throws -> Double? {
             guard let text = value(flag, name) else { return nil }
             guard let seconds = DurationParser.seconds(text) else {
-                throw CLIError.usage("--\(option): \(text.debugDescription) is not a duration (use e.g. 500ms, 30s, 5m, 2h, 7d)")
+                let source = flag == nil ? "COURIER_\(name)" : "--\(option)"
+                throw CLIError.usage(DurationParser.message(text, flag: source))
             }
             return seconds
         }
