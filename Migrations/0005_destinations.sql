@@ -1,7 +1,7 @@
 -- 0005: destinations. Every job's host is a destination with a cluster-wide in-flight cap, an
--- optional rate limit, a circuit breaker and an off switch. The claim statement reads and locks
--- the destination rows of the hosts it takes jobs for, so the caps hold across every worker
--- process on every machine and a claim never takes a job it cannot start. See
+-- optional rate limit, a circuit breaker and an off switch. A claim locks the destination rows
+-- of the hosts it takes jobs for and then counts their running jobs, so the caps hold across
+-- every worker process on every machine and a claim never takes a job it cannot start. See
 -- docs/destinations.md for the model and docs/state-machine.md for the job transitions.
 --
 -- Adding the generated `host` column rewrites courier.jobs under an exclusive lock: on a large
@@ -25,6 +25,9 @@ COMMENT ON COLUMN courier.jobs.host IS 'The destination: the URL''s host (courie
 CREATE INDEX jobs_host_due_idx ON courier.jobs (host, priority, run_at, id) WHERE state IN ('pending', 'retrying');
 COMMENT ON INDEX courier.jobs_host_due_idx IS
     'Waiting jobs per destination in claim order: the claim skips from host to host and takes each host''s first.';
+CREATE INDEX jobs_host_running_idx ON courier.jobs (host) WHERE state = 'running';
+COMMENT ON INDEX courier.jobs_host_running_idx IS
+    'Running jobs per destination: the claim counts them under the destination''s lock.';
 
 ALTER TABLE courier.jobs ADD COLUMN postponements integer NOT NULL DEFAULT 0;
 ALTER TABLE courier.jobs ADD CONSTRAINT jobs_postponements_nonnegative CHECK (postponements >= 0);
@@ -43,7 +46,6 @@ CREATE TABLE courier.destinations (
     disable_on_gone   boolean NOT NULL DEFAULT true,
     disabled_at       timestamptz,
     disabled_reason   text,
-    running           integer NOT NULL DEFAULT 0,
     failure_streak    integer NOT NULL DEFAULT 0,
     opened_at         timestamptz,
     probe_at          timestamptz,
@@ -60,7 +62,6 @@ CREATE TABLE courier.destinations (
     CONSTRAINT destinations_breaker_cooldown_valid
         CHECK (breaker_cooldown >= interval '1 second' AND breaker_cooldown <= interval '1 day'),
     CONSTRAINT destinations_disabled_has_reason CHECK ((disabled_at IS NULL) = (disabled_reason IS NULL)),
-    CONSTRAINT destinations_running_nonnegative CHECK (running >= 0),
     CONSTRAINT destinations_failure_streak_nonnegative CHECK (failure_streak >= 0),
     CONSTRAINT destinations_open_has_probe CHECK ((opened_at IS NULL) = (probe_at IS NULL))
 ) WITH (
@@ -83,8 +84,6 @@ COMMENT ON COLUMN courier.destinations.disable_on_gone IS
 COMMENT ON COLUMN courier.destinations.disabled_at IS
     'When set, no job of this host is claimed: its jobs wait, parked, until `courier hosts enable`.';
 COMMENT ON COLUMN courier.destinations.disabled_reason IS 'Why: an operator''s note or the receiver''s 410 Gone.';
-COMMENT ON COLUMN courier.destinations.running IS
-    'Jobs of this host in state running, kept by the jobs_count_running trigger.';
 COMMENT ON COLUMN courier.destinations.failure_streak IS 'Consecutive failed attempts (5xx, timeouts, connection errors).';
 COMMENT ON COLUMN courier.destinations.opened_at IS 'When the breaker opened; NULL while it is closed.';
 COMMENT ON COLUMN courier.destinations.probe_at IS
@@ -112,100 +111,6 @@ $$;
 COMMENT ON FUNCTION courier.destination_tokens(double precision, double precision, timestamptz) IS
     'Requests a destination''s rate limit lets start now: Infinity without a limit.';
 
--- Running counts, kept by the database for every path a job takes -----------------------------
---
--- Claims, outcomes, give-backs, rescues, quarantines, cancels and deletes all move jobs in or
--- out of `running`; one statement trigger counts them all, so the cap cannot drift whatever
--- wrote the row. Destination rows are locked in host order, the order the claim locks them in,
--- so two writers never wait for each other in a cycle.
-
-CREATE FUNCTION courier.apply_running_delta(delta_hosts text[], deltas integer[], starts integer[]) RETURNS void
-LANGUAGE plpgsql AS $$
-DECLARE
-    changed integer;
-BEGIN
-    PERFORM 1 FROM courier.destinations d WHERE d.host = ANY (delta_hosts) ORDER BY d.host FOR UPDATE;
-    UPDATE courier.destinations d
-    SET running = greatest(d.running + c.delta, 0),
-        tokens = CASE WHEN d.rate_limit IS NULL OR c.started = 0 THEN d.tokens
-                      ELSE courier.destination_tokens(d.rate_limit, d.tokens, d.tokens_at) - c.started END,
-        tokens_at = CASE WHEN d.rate_limit IS NULL OR c.started = 0 THEN d.tokens_at ELSE now() END,
-        probe_at = CASE WHEN d.opened_at IS NOT NULL AND c.started > 0 THEN now() + d.breaker_cooldown
-                        ELSE d.probe_at END,
-        updated_at = now()
-    FROM unnest(delta_hosts, deltas, starts) AS c(host, delta, started)
-    WHERE d.host = c.host;
-    GET DIAGNOSTICS changed = ROW_COUNT;
-    IF changed < cardinality(delta_hosts) THEN
-        -- A host without a row (an operator deleted it): create it with what runs there now.
-        INSERT INTO courier.destinations AS d (host, running)
-        SELECT c.host, greatest(c.delta, 0) FROM unnest(delta_hosts, deltas) AS c(host, delta)
-        ORDER BY c.host
-        ON CONFLICT (host) DO NOTHING;
-    END IF;
-END;
-$$;
-COMMENT ON FUNCTION courier.apply_running_delta(text[], integer[], integer[]) IS
-    'Adds running-count changes per host (locking destination rows in host order); jobs that started '
-    'spend rate-limit tokens and, on an open breaker, move the next probe one cool-down on.';
-
-CREATE FUNCTION courier.jobs_count_running_updated() RETURNS trigger
-LANGUAGE plpgsql AS $$
-DECLARE
-    delta_hosts text[];
-    deltas integer[];
-    starts integer[];
-BEGIN
-    -- One pass over the changed rows: each gives its old host -1 if it was running and its new
-    -- host +1 if it runs now. Heartbeats and other updates that keep the state give nothing.
-    SELECT array_agg(c.host ORDER BY c.host), array_agg(c.delta ORDER BY c.host), array_agg(c.started ORDER BY c.host)
-    INTO delta_hosts, deltas, starts
-    FROM (
-        SELECT x.host, sum(x.delta)::integer AS delta, sum(x.started)::integer AS started
-        FROM new_jobs n
-        JOIN old_jobs o ON o.id = n.id
-        CROSS JOIN LATERAL (
-            VALUES (o.host, -(o.state = 'running')::integer, 0),
-                   (n.host, (n.state = 'running')::integer, (n.state = 'running' AND o.state <> 'running')::integer)
-        ) AS x(host, delta, started)
-        WHERE (o.state = 'running') <> (n.state = 'running') OR (o.state = 'running' AND o.host <> n.host)
-        GROUP BY x.host
-        HAVING sum(x.delta) <> 0 OR sum(x.started) <> 0
-    ) c;
-    IF delta_hosts IS NOT NULL THEN
-        PERFORM courier.apply_running_delta(delta_hosts, deltas, starts);
-    END IF;
-    RETURN NULL;
-END;
-$$;
-COMMENT ON FUNCTION courier.jobs_count_running_updated() IS
-    'Statement trigger: keeps courier.destinations.running in step with jobs entering and leaving running.';
-
-CREATE TRIGGER jobs_count_running_updated AFTER UPDATE ON courier.jobs
-    REFERENCING OLD TABLE AS old_jobs NEW TABLE AS new_jobs
-    FOR EACH STATEMENT EXECUTE FUNCTION courier.jobs_count_running_updated();
-COMMENT ON TRIGGER jobs_count_running_updated ON courier.jobs IS 'See courier.jobs_count_running_updated.';
-
-CREATE FUNCTION courier.jobs_count_running_deleted() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM courier.apply_running_delta(ARRAY[OLD.host], ARRAY[-1], ARRAY[0]);
-    RETURN NULL;
-END;
-$$;
-COMMENT ON FUNCTION courier.jobs_count_running_deleted() IS
-    'Row trigger: a deleted running job no longer counts against its destination.';
-
--- A row trigger with a WHEN clause: retention deletes many finished rows at a time, and only
--- running ones (rare) call the function.
-CREATE TRIGGER jobs_count_running_deleted AFTER DELETE ON courier.jobs
-    FOR EACH ROW WHEN (OLD.state = 'running') EXECUTE FUNCTION courier.jobs_count_running_deleted();
-COMMENT ON TRIGGER jobs_count_running_deleted ON courier.jobs IS 'See courier.jobs_count_running_deleted.';
-
--- Jobs already running when this migration runs count from the start.
-INSERT INTO courier.destinations (host, running)
-SELECT j.host, count(*) FROM courier.jobs j WHERE j.state = 'running' GROUP BY j.host;
-
 -- Outcomes: failure streaks, the circuit breaker and 410 Gone ----------------------------------
 
 CREATE FUNCTION courier.record_destination_outcomes(outcome_hosts text[], signals text[], reasons text[])
@@ -215,9 +120,11 @@ BEGIN
     IF outcome_hosts IS NULL THEN
         RETURN;
     END IF;
-    IF 'answered' = ALL (signals) THEN
-        -- The common case: every receiver answered. Write only rows that change: a streak or an
-        -- open breaker to reset, or last_success_at older than a second.
+    IF NOT ('failed' = ANY (signals) OR 'gone' = ANY (signals)) THEN
+        -- The common case: every receiver answered. Write only the rows that change (a streak or
+        -- an open breaker to reset, last_success_at older than a second), so a busy host's row
+        -- is not locked and rewritten by every batch. Locks are taken in host order, the order
+        -- claims take them in, so two writers never wait for each other in a cycle.
         PERFORM 1 FROM courier.destinations d
         WHERE d.host = ANY (outcome_hosts)
           AND (d.failure_streak > 0 OR d.opened_at IS NOT NULL OR d.last_success_at IS NULL
@@ -230,13 +137,12 @@ BEGIN
                OR d.last_success_at < now() - interval '1 second');
         RETURN;
     END IF;
-    -- Lock in host order first (see above); the update below then reads the current rows.
     PERFORM 1 FROM courier.destinations d WHERE d.host = ANY (outcome_hosts) ORDER BY d.host FOR UPDATE;
     UPDATE courier.destinations d
     SET failure_streak = c.streak,
-        -- A failure after the batch's last success (re)opens the breaker for one cool-down when the
-        -- streak reaches the threshold or the breaker was open (a failed probe); a success with
-        -- no failure after it closes it (the probe came back).
+        -- A failure after the batch's last answer (re)opens the breaker for one cool-down when
+        -- the streak reaches the threshold or the breaker was open (a failed probe); an answer
+        -- with no failure after it closes it (the probe came back).
         opened_at = CASE WHEN c.trips THEN CASE WHEN c.last_ok IS NULL THEN coalesce(d.opened_at, now()) ELSE now() END
                          WHEN c.last_ok IS NOT NULL THEN NULL
                          ELSE d.opened_at END,
@@ -276,7 +182,7 @@ $$;
 COMMENT ON FUNCTION courier.record_destination_outcomes(text[], text[], text[]) IS
     'Applies a batch of attempt outcomes, in order, to their destinations: signal answered resets the failure '
     'streak and closes the breaker; failed counts towards breaker_threshold and (re)opens it; gone (410) '
-    'disables the destination with the reason.';
+    'disables the destination with the reason unless disable_on_gone is false.';
 
 -- Roles ------------------------------------------------------------------------------------------
 

@@ -70,7 +70,11 @@ final class DestinationWorkerTests: WorkerTestCase {
         XCTAssertTrue(try waitFor(30) { try healthy.allSatisfy { try probe.job($0).state == "succeeded" } })
         XCTAssertTrue(try waitFor(30) {
             try probe.connection.query(
-                "SELECT opened_at IS NOT NULL AND running = 0 FROM courier.destinations WHERE host = 'failing.localhost'"
+                """
+                SELECT opened_at IS NOT NULL
+                       AND NOT EXISTS (SELECT 1 FROM courier.jobs WHERE host = d.host AND state = 'running')
+                FROM courier.destinations d WHERE host = 'failing.localhost'
+                """
             ).rows.first?.decode(0, as: Bool.self) ?? false
         })
         let before = try probe.connection.query(

@@ -8,24 +8,6 @@ import Foundation
 /// bench can print what the worker did, not only what the database shows: claims made, jobs
 /// claimed, jobs given back.
 enum BenchMetrics {
-    /// A port for a worker's metrics endpoint: one the kernel just handed out, free now.
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return 0 }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        return bound ? Int(UInt16(bigEndian: address.sin_port)) : 0
-    }
-
     /// The unlabelled samples of `127.0.0.1:port/metrics` by metric name (labelled series are
     /// summed under their name); empty when the endpoint cannot be read.
     static func scrape(port: Int) -> [String: Double] {

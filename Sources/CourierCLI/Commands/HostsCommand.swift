@@ -43,7 +43,7 @@ struct HostsCommand: ParsableCommand {
                   courier hosts list
                   courier hosts list hooks.example.com --json
 
-                SQL: SELECT host, running, failure_streak, opened_at, disabled_reason FROM courier.destinations;
+                SQL: SELECT host, failure_streak, opened_at, disabled_reason FROM courier.destinations;
                 """
         )
         @OptionGroup var database: DatabaseOptions

@@ -4,18 +4,19 @@
 public enum DestinationStatements {
     /// Destinations with a row or with waiting jobs (`$1` one host or NULL for all, `$2` the
     /// most rows, `$3` the default in-flight cap to show), busiest first: due jobs, jobs
-    /// scheduled later, running count, settings and breaker state. Waiting jobs are counted
-    /// through `jobs_host_due_idx`.
+    /// scheduled later, running jobs, settings and breaker state. Waiting and running jobs are
+    /// counted through `jobs_host_due_idx` and `jobs_host_running_idx`.
     public static let list = """
         WITH waiting AS (
             SELECT j.host,
-                   count(*) FILTER (WHERE j.run_at <= now()) AS due,
-                   count(*) FILTER (WHERE j.run_at > now()) AS later
+                   count(*) FILTER (WHERE j.state <> 'running' AND j.run_at <= now()) AS due,
+                   count(*) FILTER (WHERE j.state <> 'running' AND j.run_at > now()) AS later,
+                   count(*) FILTER (WHERE j.state = 'running') AS running
             FROM courier.jobs j
-            WHERE j.state IN ('pending', 'retrying') AND ($1::text IS NULL OR j.host = $1::text)
+            WHERE j.state IN ('pending', 'retrying', 'running') AND ($1::text IS NULL OR j.host = $1::text)
             GROUP BY j.host
         )
-        SELECT coalesce(d.host, w.host) AS host, coalesce(w.due, 0), coalesce(w.later, 0), coalesce(d.running, 0),
+        SELECT coalesce(d.host, w.host) AS host, coalesce(w.due, 0), coalesce(w.later, 0), coalesce(w.running, 0),
                coalesce(d.max_in_flight, $3::int), d.max_in_flight IS NULL, d.rate_limit,
                coalesce(d.failure_streak, 0), coalesce(d.breaker_threshold, 10),
                extract(epoch FROM coalesce(d.breaker_cooldown, interval '30 seconds'))::float8,
@@ -25,7 +26,7 @@ public enum DestinationStatements {
         FROM courier.destinations d
         FULL JOIN waiting w ON w.host = d.host
         WHERE $1::text IS NULL OR coalesce(d.host, w.host) = $1::text
-        ORDER BY coalesce(w.due, 0) DESC, coalesce(d.running, 0) DESC, 1
+        ORDER BY coalesce(w.due, 0) DESC, coalesce(w.running, 0) DESC, 1
         LIMIT $2
         """
 

@@ -48,19 +48,27 @@ public struct JobStore {
         var rows: [PostgresRow] = []
         var out = ClaimResult()
         do {
-            // See `WorkerStatements.claimSettings`: no wait for the WAL flush (a lost claim leaves
-            // the jobs due, and a delivery made meanwhile is a duplicate at-least-once allows), and
-            // a plan that walks the due index in order.
-            let result = try connection.transaction { connection in
+            // Two statements in one transaction (see `WorkerStatements.lockDestinations` and
+            // `claimBatch`): lock the destinations, then count and claim under those locks. The
+            // transaction need not wait for its WAL flush (`claimSettings`): a lost claim leaves
+            // the jobs due, and a delivery made meanwhile is a duplicate at-least-once allows.
+            rows = try connection.transaction { connection -> [PostgresRow] in
                 try connection.simpleQuery(WorkerStatements.claimSettings)
-                return try connection.queryCached(
-                    WorkerStatements.claimBatch, [queueList, workerID, limit, leaseMilliseconds, perHostLimit])
-            }
-            // One row with NULL job columns when nothing was claimed; the last column says
-            // whether some host was held back at its cap.
-            for row in result.rows {
-                if try row.decode(14, as: Bool.self) { out.heldBack = true }
-                if try row.decode(0, as: Int64?.self) != nil { rows.append(row) }
+                let hosts: [String] = try connection.queryCached(
+                    WorkerStatements.lockDestinations, [queueList, limit]
+                ).rows.map { try $0.decode(0) }
+                guard !hosts.isEmpty else { return [] }
+                let result = try connection.queryCached(
+                    WorkerStatements.claimBatch,
+                    [queueList, workerID, limit, leaseMilliseconds, perHostLimit, PostgresArray(hosts)])
+                // One row with NULL job columns when nothing was claimed; the last column says
+                // whether some host's room was used up.
+                var claimed: [PostgresRow] = []
+                for row in result.rows {
+                    if try row.decode(14, as: Bool.self) { out.heldBack = true }
+                    if try row.decode(0, as: Int64?.self) != nil { claimed.append(row) }
+                }
+                return claimed
             }
         } catch let error as PostgresError where error.isRowDataError {
             let candidates = try connection.queryCached(WorkerStatements.claimCandidates, [queueList, limit])
