@@ -175,7 +175,11 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         if headers["user-agent"] == nil { headers["User-Agent"] = configuration.userAgent }
         headers["courier-job-id"] = String(job.id)
         headers["courier-attempt"] = String(job.attempt)
-        if job.signingSecret != nil { headers["webhook-id"] = "job_\(job.id)" }
+        // Standard Webhooks' id and timestamp on every delivery, signed or not: the id is the
+        // job's, the same on every attempt, so any receiver can drop a duplicate (a producer's
+        // own webhook-id is kept). A signed queue's signer sets the timestamp again as it signs.
+        if headers["webhook-id"] == nil { headers["webhook-id"] = "job_\(job.id)" }
+        headers["webhook-timestamp"] = String(Int64(Date().timeIntervalSince1970.rounded(.down)))
         return OutboundRequest(method: job.method, url: job.url, headers: headers, body: job.body)
     }
 

@@ -155,6 +155,21 @@ final class DeliveryOutcomeTests: XCTestCase {
         XCTAssertEqual(String(decoding: request.body, as: UTF8.self), #"{"hello": "world"}"#)
     }
 
+    func testUnsignedDeliveriesCarryAStableWebhookIDAndATimestamp() throws {
+        let id = try probe.enqueue(url: sink.baseURL + "/flaky", queue: queue, maxAttempts: 5)
+        try startPool()
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 10))
+        let requests = log.all.filter { $0.header("courier-job-id") == String(id) }
+        XCTAssertEqual(requests.count, 3, "two 503s, then 200")
+        XCTAssertEqual(Set(requests.compactMap { $0.header("webhook-id") }), ["job_\(id)"], "the same id on every attempt")
+        XCTAssertEqual(requests.map { $0.header("courier-attempt") }, ["1", "2", "3"])
+        for request in requests {
+            let timestamp = try XCTUnwrap(request.header("webhook-timestamp").flatMap(Double.init))
+            XCTAssertLessThan(abs(timestamp - Date().timeIntervalSince1970), 60)
+            XCTAssertNil(request.header("webhook-signature"), "an unsigned queue sends no signature")
+        }
+    }
+
     func testPrivateTargetIsRefusedWithoutTheFlagAndTheSinkSeesNothing() throws {
         let id = try probe.enqueue(url: sink.baseURL + "/ok", queue: queue, maxAttempts: 5)
         try startPool(allowPrivate: false)
