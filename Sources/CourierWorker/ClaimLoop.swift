@@ -208,6 +208,16 @@ final class ClaimLoop: @unchecked Sendable {
                 }
                 for record in records {
                     metrics.record(record.transition)
+                    if case .dead(let reason) = record.transition, outcome.changed.contains(record.jobID) {
+                        let job = jobs[record.job]
+                        logger.warning(
+                            "job moved to the dead letters",
+                            metadata: [
+                                "job.id": "\(record.jobID)", "job.queue": "\(job?.queue ?? "?")",
+                                "job.host": "\(record.host)", "job.attempt": "\(record.attempt)",
+                                "error": "\(Redaction.message(reason))",
+                            ])
+                    }
                     jobs[record.job] = nil
                     tasks[record.job] = nil
                 }
@@ -256,7 +266,7 @@ final class ClaimLoop: @unchecked Sendable {
             }
             jobs[ref] = job
             startedRefs.append(ref)
-            tasks[ref] = Task { [deliverer, limiter, metrics, weak self] in
+            tasks[ref] = Task { [deliverer, limiter, metrics, logger, weak self] in
                 metrics.wireStarted()
                 let startedAt = Date()
                 let report = await deliverer.deliver(job)
@@ -267,6 +277,14 @@ final class ClaimLoop: @unchecked Sendable {
                     result: report.result, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule,
                     postponements: job.postponements, parkOnGone: job.parkOnGone, random: Double.random(in: 0..<1))
                 metrics.latency.recordSeconds(finishedAt.timeIntervalSince(startedAt))
+                logger.debug(
+                    "delivery finished",
+                    metadata: [
+                        "job.id": "\(job.id)", "job.queue": "\(job.queue)", "job.host": "\(job.host)",
+                        "job.attempt": "\(job.attempt)", "http.status": "\(report.result.status.map(String.init) ?? "-")",
+                        "outcome": "\(Self.outcomeName(transition))",
+                        "duration_ms": "\(Int(finishedAt.timeIntervalSince(startedAt) * 1000))",
+                    ])
                 self?.post(
                     AttemptRecord(
                         jobID: job.id, attempt: job.attempt, transition: transition, result: report.result,
@@ -316,6 +334,17 @@ final class ClaimLoop: @unchecked Sendable {
 }
 
 extension ClaimLoop {
+    /// The outcome of an attempt as logs and metrics name it.
+    static func outcomeName(_ transition: JobTransition) -> String {
+        switch transition {
+        case .succeed: return "succeeded"
+        case .retry: return "retry"
+        case .dead: return "dead"
+        case .postpone: return "postponed"
+        case .park: return "parked"
+        }
+    }
+
     /// An error as it may be logged: the server's message and SQLSTATE without DETAIL (which
     /// can quote a whole row, headers and body included), through `Redaction.message`.
     static func loggable(_ error: any Error) -> String {

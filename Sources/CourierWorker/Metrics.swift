@@ -26,6 +26,7 @@ final class WorkerMetrics: @unchecked Sendable {
 
     private let lock = NSLock()
     private var written = 0
+    private var tallies = OutcomeTally()
     private var knownQueues: Set<String> = []
 
     /// Outcomes written since start.
@@ -34,9 +35,15 @@ final class WorkerMetrics: @unchecked Sendable {
     func wireStarted() { inFlight.increment() }
     func wireEnded() { inFlight.decrement() }
 
+    /// Outcomes written since start, by kind.
+    var outcomes: OutcomeTally { lock.withLock { tallies } }
+
     /// Counts an outcome once it is written.
     func record(_ transition: JobTransition) {
-        lock.withLock { written += 1 }
+        lock.withLock {
+            written += 1
+            tallies.add(transition)
+        }
         switch transition {
         case .succeed: succeeded.increment()
         case .retry: retried.increment()
@@ -71,5 +78,43 @@ final class WorkerMetrics: @unchecked Sendable {
             Gauge(label: "courier_queue_due_jobs", dimensions: [("queue", queue)]).record(0)
             Gauge(label: "courier_queue_oldest_due_age_seconds", dimensions: [("queue", queue)]).record(0)
         }
+    }
+}
+
+/// Outcomes written, by kind: what the worker's summary log line reports.
+public struct OutcomeTally: Sendable, Equatable {
+    /// Jobs that succeeded.
+    public var succeeded = 0
+    /// Failed attempts with a retry scheduled.
+    public var retried = 0
+    /// Jobs moved to the dead letters.
+    public var dead = 0
+    /// Jobs postponed by a receiver's 429/503 with Retry-After.
+    public var postponed = 0
+    /// Jobs parked by a 410 Gone.
+    public var parked = 0
+
+    /// An empty tally.
+    public init() {}
+
+    mutating func add(_ transition: JobTransition) {
+        switch transition {
+        case .succeed: succeeded += 1
+        case .retry: retried += 1
+        case .dead: dead += 1
+        case .postpone: postponed += 1
+        case .park: parked += 1
+        }
+    }
+
+    /// What happened between `earlier` and this tally.
+    public func since(_ earlier: OutcomeTally) -> OutcomeTally {
+        var delta = OutcomeTally()
+        delta.succeeded = succeeded - earlier.succeeded
+        delta.retried = retried - earlier.retried
+        delta.dead = dead - earlier.dead
+        delta.postponed = postponed - earlier.postponed
+        delta.parked = parked - earlier.parked
+        return delta
     }
 }

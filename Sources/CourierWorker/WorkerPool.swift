@@ -86,6 +86,9 @@ public final class WorkerPool: @unchecked Sendable {
     /// Outcomes written since start (succeeded, retried or dead).
     public var outcomesWritten: Int { metrics.outcomesWritten }
 
+    /// Outcomes written since start, by kind.
+    public var outcomes: OutcomeTally { metrics.outcomes }
+
     /// Queues a liveness stamp on every loop; `loopsResponsive(within:)` reads the stamps.
     public func pingLoops() { loops.forEach { $0.ping() } }
 

@@ -70,6 +70,14 @@ struct WorkerCommand: ParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (default info).")
     var logLevel: String?
 
+    @Option(
+        name: .customLong("log-format"),
+        help: "auto (journal under systemd, else text), text, json or journal (<N> priority prefixes).")
+    var logFormat: String?
+
+    @Option(name: .customLong("summary-interval"), help: "How often to log an info summary of outcomes (default 1m).")
+    var summaryInterval: String?
+
     @Option(name: .customLong("worker-id"), help: "Worker id written to locked_by (default hostname:pid).")
     var workerID: String?
 
@@ -138,6 +146,17 @@ struct WorkerCommand: ParsableCommand {
         }
         let port = try integer(metricsPort, "METRICS_PORT", "metrics-port")
 
+        let summary = max(1, try duration(summaryInterval, "SUMMARY_INTERVAL", "summary-interval") ?? 60)
+        let formatName = value(logFormat, "LOG_FORMAT") ?? "auto"
+        let format: LogFormat
+        if formatName == "auto" {
+            format = LogFormat.detect(journalStream: env["JOURNAL_STREAM"], stderrIdentity: LogFormat.stderrIdentity())
+        } else if let chosen = LogFormat(rawValue: formatName) {
+            format = chosen
+        } else {
+            throw CLIError.usage("--log-format: unknown format \(formatName.debugDescription) (auto, text, json, journal)")
+        }
+        LoggingSystem.bootstrap { label in StderrLogHandler(label: label, format: format) }
         var logger = Logger(label: "courier.worker")
         logger.logLevel = parsedLevel
         let metricsServer = try port.map { try MetricsServer.start(port: $0) }
@@ -148,7 +167,7 @@ struct WorkerCommand: ParsableCommand {
         let pool = WorkerPool(
             databaseURL: database.resolvedURL, configuration: config, deliverer: deliverer, logger: logger)
         do {
-            try WorkerService(pool: pool, logger: logger).run()
+            try WorkerService(pool: pool, logger: logger, summaryInterval: summary).run()
         } catch let error as WorkerStartError {
             throw CLIError(error.description, exitCode: .schemaMismatch)
         } catch let error as PostgresError {
