@@ -186,7 +186,7 @@ final class ClaimLoop: @unchecked Sendable {
                     perHostLimit: configuration.perHostLimit)
                 metrics.claims.increment()
                 for quarantined in claim.quarantined {
-                    metrics.dead.increment()
+                    metrics.quarantined.increment()
                     logger.warning(
                         "job moved to the dead letters: the worker cannot handle its row",
                         metadata: ["job.id": "\(quarantined.id)", "error": "\(quarantined.reason)"])
@@ -195,6 +195,7 @@ final class ClaimLoop: @unchecked Sendable {
             case .record(let records):
                 let outcome = try store.record(records)
                 for quarantined in outcome.quarantined {
+                    metrics.quarantined.increment()
                     logger.warning(
                         "job moved to the dead letters: its outcome could not be written",
                         metadata: ["job.id": "\(quarantined.id)", "error": "\(quarantined.reason)"])
@@ -207,7 +208,7 @@ final class ClaimLoop: @unchecked Sendable {
                         ])
                 }
                 for record in records {
-                    metrics.record(record.transition)
+                    metrics.record(record, queue: jobs[record.job]?.queue ?? "?")
                     if case .dead(let reason) = record.transition, outcome.changed.contains(record.jobID) {
                         let job = jobs[record.job]
                         logger.warning(
@@ -255,7 +256,7 @@ final class ClaimLoop: @unchecked Sendable {
     /// Starts a delivery for each claimed job whose queue has room (the claim already kept
     /// every destination within its caps).
     private func startDeliveries(_ claimed: [ClaimedJob], requested: Int, heldBack: Bool) -> LoopEvent {
-        metrics.claimed.increment(by: claimed.count)
+        metrics.claimed(claimed)
         var startedRefs: [JobRef] = []
         var deferred: [JobRef] = []
         for job in claimed {
@@ -282,7 +283,7 @@ final class ClaimLoop: @unchecked Sendable {
                     metadata: [
                         "job.id": "\(job.id)", "job.queue": "\(job.queue)", "job.host": "\(job.host)",
                         "job.attempt": "\(job.attempt)", "http.status": "\(report.result.status.map(String.init) ?? "-")",
-                        "outcome": "\(Self.outcomeName(transition))",
+                        "outcome": "\(WorkerMetrics.outcomeName(transition))",
                         "duration_ms": "\(Int(finishedAt.timeIntervalSince(startedAt) * 1000))",
                     ])
                 self?.post(
@@ -334,17 +335,6 @@ final class ClaimLoop: @unchecked Sendable {
 }
 
 extension ClaimLoop {
-    /// The outcome of an attempt as logs and metrics name it.
-    static func outcomeName(_ transition: JobTransition) -> String {
-        switch transition {
-        case .succeed: return "succeeded"
-        case .retry: return "retry"
-        case .dead: return "dead"
-        case .postpone: return "postponed"
-        case .park: return "parked"
-        }
-    }
-
     /// An error as it may be logged: the server's message and SQLSTATE without DETAIL (which
     /// can quote a whole row, headers and body included), through `Redaction.message`.
     static func loggable(_ error: any Error) -> String {

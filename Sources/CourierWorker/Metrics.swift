@@ -3,22 +3,34 @@ import Foundation
 import Metrics
 
 /// The worker's metrics, through swift-metrics (exported for Prometheus by `courier worker
-/// --metrics-port`).
-final class WorkerMetrics: @unchecked Sendable {
-    /// Claim statements run.
+/// --metrics-address`). Every name is in `help`, which the exporter prints as `# HELP`.
+public final class WorkerMetrics: @unchecked Sendable {
+    /// The help text of every metric the worker publishes, by name.
+    public static let help: [String: String] = [
+        "courier_claims_total": "Claim transactions run (each takes up to one batch of due jobs).",
+        "courier_jobs_claimed_total": "Jobs claimed, by queue.",
+        "courier_deliveries_total":
+            "Attempts whose outcome was written, by queue, outcome (succeeded, retry, dead, postponed, parked) "
+            + "and status class (2xx, 3xx, 4xx, 5xx, none for no response).",
+        "courier_jobs_deferred_total": "Claimed jobs given back unsent because their queue was at its per-process cap.",
+        "courier_jobs_rescued_total": "Running jobs whose lease expired, returned to retrying or moved to dead.",
+        "courier_jobs_quarantined_total":
+            "Jobs moved to the dead letters because the worker could not claim, read or record their row.",
+        "courier_delivery_duration_seconds": "Time from sending a request to knowing its outcome.",
+        "courier_deliveries_in_flight": "Requests on the wire now (from sending until the response or failure).",
+        "courier_queue_due_jobs": "Jobs due now, by queue (refreshed every maintenance pass).",
+        "courier_queue_oldest_due_age_seconds": "Age of the oldest due job, by queue.",
+        "courier_destinations_breaker_open": "Destinations whose circuit breaker is open or half-open.",
+        "courier_destinations_disabled": "Destinations disabled by an operator or a 410 Gone.",
+        "courier_destinations_running": "Jobs running at all destinations, across every worker.",
+    ]
+
+    /// Claim transactions run.
     let claims = Counter(label: "courier_claims_total")
-    /// Jobs those claims returned.
-    let claimed = Counter(label: "courier_jobs_claimed_total")
-    let succeeded = Counter(label: "courier_jobs_succeeded_total")
-    let retried = Counter(label: "courier_jobs_retried_total")
-    let dead = Counter(label: "courier_jobs_dead_total")
-    /// Jobs rescheduled without spending an attempt (429/503 with Retry-After).
-    let postponed = Counter(label: "courier_jobs_postponed_total")
-    /// Jobs parked because their destination answered 410 Gone and was disabled.
-    let parked = Counter(label: "courier_jobs_parked_total")
     /// Claimed jobs given back because their queue was at its per-process cap.
     let deferred = Counter(label: "courier_jobs_deferred_total")
     let rescued = Counter(label: "courier_jobs_rescued_total")
+    let quarantined = Counter(label: "courier_jobs_quarantined_total")
     let latency = Timer(label: "courier_delivery_duration_seconds")
     /// Requests on the wire now: a delivery counts from the moment it starts sending until its
     /// response (or failure) is known, not while its outcome waits to be written.
@@ -28,29 +40,71 @@ final class WorkerMetrics: @unchecked Sendable {
     private var written = 0
     private var tallies = OutcomeTally()
     private var knownQueues: Set<String> = []
+    private var claimedByQueue: [String: Counter] = [:]
+    private var deliveries: [DeliveryKey: Counter] = [:]
+
+    private struct DeliveryKey: Hashable {
+        var queue: String
+        var outcome: String
+        var statusClass: String
+    }
 
     /// Outcomes written since start.
     var outcomesWritten: Int { lock.withLock { written } }
 
-    func wireStarted() { inFlight.increment() }
-    func wireEnded() { inFlight.decrement() }
-
     /// Outcomes written since start, by kind.
     var outcomes: OutcomeTally { lock.withLock { tallies } }
 
+    func wireStarted() { inFlight.increment() }
+    func wireEnded() { inFlight.decrement() }
+
+    /// Counts claimed jobs per queue.
+    func claimed(_ jobs: [ClaimedJob]) {
+        var perQueue: [String: Int] = [:]
+        for job in jobs { perQueue[job.queue, default: 0] += 1 }
+        for (queue, count) in perQueue {
+            let counter = lock.withLock { () -> Counter in
+                if let counter = claimedByQueue[queue] { return counter }
+                let counter = Counter(label: "courier_jobs_claimed_total", dimensions: [("queue", queue)])
+                claimedByQueue[queue] = counter
+                return counter
+            }
+            counter.increment(by: count)
+        }
+    }
+
     /// Counts an outcome once it is written.
-    func record(_ transition: JobTransition) {
-        lock.withLock {
+    func record(_ record: AttemptRecord, queue: String) {
+        let key = DeliveryKey(
+            queue: queue, outcome: Self.outcomeName(record.transition), statusClass: Self.statusClass(record.result.status))
+        let counter = lock.withLock { () -> Counter in
             written += 1
-            tallies.add(transition)
+            tallies.add(record.transition)
+            if let counter = deliveries[key] { return counter }
+            let counter = Counter(
+                label: "courier_deliveries_total",
+                dimensions: [("queue", key.queue), ("outcome", key.outcome), ("status_class", key.statusClass)])
+            deliveries[key] = counter
+            return counter
         }
+        counter.increment()
+    }
+
+    /// The outcome of an attempt as logs and metrics name it.
+    static func outcomeName(_ transition: JobTransition) -> String {
         switch transition {
-        case .succeed: succeeded.increment()
-        case .retry: retried.increment()
-        case .dead: dead.increment()
-        case .postpone: postponed.increment()
-        case .park: parked.increment()
+        case .succeed: return "succeeded"
+        case .retry: return "retry"
+        case .dead: return "dead"
+        case .postpone: return "postponed"
+        case .park: return "parked"
         }
+    }
+
+    /// `2xx` ... `5xx`, or `none` when no response arrived.
+    static func statusClass(_ status: Int?) -> String {
+        guard let status, (100...599).contains(status) else { return "none" }
+        return "\(status / 100)xx"
     }
 
     /// Publishes how many destinations have an open breaker, are disabled, or are at their

@@ -24,7 +24,7 @@ enum BenchMetrics {
     }
 
     /// One HTTP/1.1 GET with `Connection: close` on loopback; the body, or nil.
-    private static func get(port: Int, path: String) -> String? {
+    static func get(port: Int, path: String) -> String? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

@@ -67,6 +67,11 @@ struct WorkerCommand: ParsableCommand {
     @Option(name: .customLong("metrics-port"), help: "Serve Prometheus metrics on 127.0.0.1:<port>/metrics.")
     var metricsPort: Int?
 
+    @Option(
+        name: .customLong("metrics-address"),
+        help: "Serve Prometheus metrics on HOST:PORT/metrics (e.g. 0.0.0.0:9464 for a scraper on another host).")
+    var metricsAddress: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (default info).")
     var logLevel: String?
 
@@ -145,6 +150,15 @@ struct WorkerCommand: ParsableCommand {
             throw CLIError.usage("--log-level: unknown level \(level.debugDescription) (trace, debug, info, notice, warning, error)")
         }
         let port = try integer(metricsPort, "METRICS_PORT", "metrics-port")
+        var metricsAt: (host: String, port: Int)? = port.map { ("127.0.0.1", $0) }
+        if let text = value(metricsAddress, "METRICS_ADDRESS") {
+            guard let parsed = MetricsServer.parseAddress(text) else {
+                throw CLIError.usage("--metrics-address: \(text.debugDescription) is not HOST:PORT (e.g. 127.0.0.1:9464)")
+            }
+            // The address wins: a per-instance address (a templated unit's own environment file)
+            // overrides a port set for every instance.
+            metricsAt = parsed
+        }
 
         let summary = max(1, try duration(summaryInterval, "SUMMARY_INTERVAL", "summary-interval") ?? 60)
         let formatName = value(logFormat, "LOG_FORMAT") ?? "auto"
@@ -159,7 +173,7 @@ struct WorkerCommand: ParsableCommand {
         LoggingSystem.bootstrap { label in StderrLogHandler(label: label, format: format) }
         var logger = Logger(label: "courier.worker")
         logger.logLevel = parsedLevel
-        let metricsServer = try port.map { try MetricsServer.start(port: $0) }
+        let metricsServer = try metricsAt.map { try MetricsServer.start(host: $0.host, port: $0.port) }
         defer { metricsServer?.stop() }
 
         let deliverer = HTTPDeliverer(configuration: http, logger: logger)
