@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// What one run of the `courier` binary printed and returned.
 public struct CommandResult: Sendable {
     /// Exit status.
@@ -36,27 +40,32 @@ public enum CourierRunner {
         FileManager.default.createFile(atPath: errURL.path, contents: nil)
         FileManager.default.createFile(atPath: inURL.path, contents: stdin ?? Data())
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CourierBinary.path)
-        process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "COURIER_DATABASE_URL")
         if let databaseURL { env["COURIER_DATABASE_URL"] = databaseURL }
         for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let out = try FileHandle(forWritingTo: outURL)
-        let err = try FileHandle(forWritingTo: errURL)
-        let input = try FileHandle(forReadingFrom: inURL)
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        process.waitUntilExit()
-        try out.close()
-        try err.close()
-        try input.close()
+        // posix_spawn and waitpid rather than Foundation's Process, whose waitUntilExit was seen
+        // to wait forever for a child that had exited (see runShellCommand).
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, inURL.path, O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outURL.path, O_WRONLY | O_TRUNC, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, errURL.path, O_WRONLY | O_TRUNC, 0)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([CourierBinary.path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, CourierBinary.path, &actions, nil, argv, envp)
+        guard spawned == 0 else {
+            throw CocoaError(.executableLoad, userInfo: ["path": CourierBinary.path, "errno": spawned])
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let exitCode = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return CommandResult(
-            status: process.terminationStatus,
+            status: exitCode,
             stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
             stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
     }
