@@ -22,9 +22,11 @@ public struct WorkerConfiguration: Sendable {
     /// Seconds between heartbeats that extend the leases of running jobs (default 15).
     public var heartbeatInterval: Double
     /// Requests in flight to one destination host at once across all workers, for hosts
-    /// without their own `courier.destinations.max_in_flight` (default 100: one fast host
-    /// drains at full speed, one slow host leaves half of a default worker's slots to the
-    /// others). Every worker should use the same value; the claim statement enforces it.
+    /// without their own `courier.destinations.max_in_flight` (default 200, a default worker's
+    /// slots: one fast host drains at full speed, which 100 did not reliably do; a slow host may
+    /// then fill one default worker, so lower it where one worker serves many hosts of uneven
+    /// speed, or cap slow hosts with `courier hosts set`). Every worker should use the same
+    /// value; the claim enforces it.
     public var perHostLimit: Int
     /// Seconds a job whose queue is at its per-process cap waits before it is due again (default 0.25).
     public var capDeferral: Double
@@ -56,7 +58,7 @@ public struct WorkerConfiguration: Sendable {
         pollInterval: Double = 1,
         leaseDuration: Double = 60,
         heartbeatInterval: Double = 15,
-        perHostLimit: Int = 100,
+        perHostLimit: Int = 200,
         capDeferral: Double = 0.25,
         maintenanceInterval: Double = 5,
         retention: Double = 7 * 86_400,

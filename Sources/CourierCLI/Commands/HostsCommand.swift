@@ -36,7 +36,7 @@ struct HostsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List destinations, busiest first: due, running, cap, rate limit, failures, breaker.",
             discussion: """
-                The cap shown for hosts without their own is --per-host-limit's default (100);
+                The cap shown for hosts without their own is --per-host-limit's default (200);
                 workers started with another --per-host-limit use theirs.
 
                 Examples:
@@ -53,7 +53,7 @@ struct HostsCommand: ParsableCommand {
         @Option(help: "Show at most this many hosts (1-100000).")
         var limit = 50
         @Option(name: .customLong("default-max-in-flight"), help: "The workers' --per-host-limit, for hosts without their own cap.")
-        var defaultMaxInFlight = 100
+        var defaultMaxInFlight = 200
 
         func run() throws {
             guard (1...100_000).contains(limit) else { throw CLIError.usage("--limit must be between 1 and 100000") }
@@ -240,7 +240,7 @@ struct HostsCommand: ParsableCommand {
             defer { connection.close() }
             let store = DestinationStore(connection: connection)
             try store.update(host, change)
-            guard let info = try store.list(host: host, limit: 1, defaultMaxInFlight: 100).first else {
+            guard let info = try store.list(host: host, limit: 1, defaultMaxInFlight: 200).first else {
                 throw CLIError.notFound("no destination \(host)")
             }
             if output.json {

@@ -21,7 +21,7 @@ public struct JobStore {
     /// Claims up to `limit` due jobs (see `WorkerStatements.claimBatch`); a row the worker
     /// cannot handle is moved to the dead letters instead of failing the others.
     public func claim(
-        queues: [String]?, limit: Int, leaseMilliseconds: Int, perHostLimit: Int = 100
+        queues: [String]?, limit: Int, leaseMilliseconds: Int, perHostLimit: Int = 200
     ) throws -> [ClaimedJob] {
         try claimBatch(queues: queues, limit: limit, leaseMilliseconds: leaseMilliseconds, perHostLimit: perHostLimit)
             .jobs
@@ -41,7 +41,7 @@ public struct JobStore {
     ///   - leaseMilliseconds: how long the lease lasts before a heartbeat must extend it.
     ///   - perHostLimit: the in-flight cap, across all workers, of a destination without its own.
     public func claimBatch(
-        queues: [String]?, limit: Int, leaseMilliseconds: Int, perHostLimit: Int = 100
+        queues: [String]?, limit: Int, leaseMilliseconds: Int, perHostLimit: Int = 200
     ) throws -> ClaimResult {
         guard limit > 0 else { return ClaimResult() }
         let queueList = queues.map { PostgresArray($0) }
