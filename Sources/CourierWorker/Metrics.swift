@@ -15,6 +15,8 @@ final class WorkerMetrics: @unchecked Sendable {
     /// Claimed jobs given back because their host or queue was at its cap.
     let deferred = Counter(label: "courier_jobs_deferred_total")
     let rescued = Counter(label: "courier_jobs_rescued_total")
+    /// Finished jobs deleted by retention (by whichever worker held the maintenance lock).
+    let retentionDeleted = Counter(label: "courier_jobs_deleted_total")
     let latency = Timer(label: "courier_delivery_duration_seconds")
     /// Requests on the wire now: a delivery counts from the moment it starts sending until its
     /// response (or failure) is known, not while its outcome waits to be written.
