@@ -251,6 +251,8 @@ public final class WorkerPool: @unchecked Sendable {
                 metadata: [
                     "jobs.succeeded": "\(report.deletedSucceeded)", "jobs.cancelled": "\(report.deletedCancelled)",
                     "jobs.dead": "\(report.deletedDead)", "retention.caught_up": "\(report.caughtUp)",
+                    "retention.batches": "\(report.deleteBatches)",
+                    "retention.seconds": "\(String(format: "%.3f", report.deletionSeconds))",
                 ])
         }
         return report
