@@ -7,19 +7,8 @@ import XCTest
 /// `courier.queue_stats` reads counts kept by statement triggers (migration 0006): after any
 /// mix of writes they equal an exact count, before and after a fold, and the lag is the age of
 /// the oldest due job only.
-final class QueueStatsCountsTests: XCTestCase {
-    private var url = ""
-    private var connection: PostgresConnection!
-
-    override func setUpWithError() throws {
-        url = try TestDatabase.create(label: "stats")
-        connection = try PostgresConnection(url)
-    }
-
-    override func tearDown() {
-        connection?.close()
-        if !url.isEmpty { TestDatabase.drop(url) }
-    }
+final class QueueStatsCountsTests: OwnDatabaseTestCase {
+    override var databaseLabel: String { "stats" }
 
     private func viewCounts() throws -> [String: Int] {
         var out: [String: Int] = [:]

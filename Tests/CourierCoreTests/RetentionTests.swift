@@ -6,19 +6,8 @@ import XCTest
 
 /// Retention per state and per queue (migration 0006, `JobStore.maintain`), against a database
 /// of each test's own so no other test's rows are deleted or counted.
-final class RetentionTests: XCTestCase {
-    private var url = ""
-    private var connection: PostgresConnection!
-
-    override func setUpWithError() throws {
-        url = try TestDatabase.create(label: "retention")
-        connection = try PostgresConnection(url)
-    }
-
-    override func tearDown() {
-        connection?.close()
-        if !url.isEmpty { TestDatabase.drop(url) }
-    }
+final class RetentionTests: OwnDatabaseTestCase {
+    override var databaseLabel: String { "retention" }
 
     /// Inserts `count` jobs of `queue` in `state`; finished ones finished `age` seconds ago.
     @discardableResult
