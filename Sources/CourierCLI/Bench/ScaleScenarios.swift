@@ -39,8 +39,9 @@ struct ScaleOptions: ParsableArguments {
 extension BenchRunner {
     /// Drains `due` jobs on an empty table, then loads `history` finished jobs with their
     /// attempt rows (SQL `INSERT ... SELECT`, not one enqueue per job) and drains the same
-    /// number again. While each drain runs, the benchmark claims a batch of 100 itself every
-    /// 50 ms or so and times the claim statement; after the load it times `courier.queue_stats`.
+    /// number again. Before each drain the benchmark times 200 claims of 100 (given back at
+    /// once); while it runs, it claims (and completes) a batch of 100 itself every 50 ms or so and
+    /// times those claims too; after the load it times `courier.queue_stats`.
     func scale(history: Int, due: Int) throws -> [BenchResult] {
         let queue = "bench-scale"
         let historyQueue = "bench-history"
@@ -67,6 +68,10 @@ extension BenchRunner {
         let loadSeconds = Date().timeIntervalSince(loadStarted)
         try connection.simpleQuery("VACUUM ANALYZE courier.jobs")
         try connection.simpleQuery("VACUUM ANALYZE courier.attempts")
+        // History accumulates over days, long since written out: flush the gigabytes the load
+        // just dirtied, so the drain does not share the disk with their first write (needs a
+        // superuser or pg_checkpoint; without it the drain pays for that write too).
+        try? connection.simpleQuery("CHECKPOINT")
         let statsTimes = try timeStatement(BenchStatements.queueStats, times: 20)
         let oldStatsTimes = try timeStatement(BenchStatements.countEveryRow, times: 3)
         var full = try scaleDrain(name: "scale", queue: queue, due: due, queueStatsWhileDue: true)
@@ -94,14 +99,25 @@ extension BenchRunner {
         try reset(queue)
         try store.setPaused(queue, true)
         _ = try store.importJobs(makeJobs(due, path: "/hook", queue: queue), skipInvalid: false)
+        // As autovacuum would within a minute of such a load.
+        try connection.simpleQuery("ANALYZE courier.jobs")
         var statsWhileDue: [Double] = []
-        if queueStatsWhileDue {
-            try connection.simpleQuery("ANALYZE courier.jobs")
-            statsWhileDue = try timeStatement(BenchStatements.queueStats, times: 20)
-        }
+        if queueStatsWhileDue { statsWhileDue = try timeStatement(BenchStatements.queueStats, times: 20) }
         let probe = try PostgresConnection(databaseURL, applicationName: "courier-bench-probe")
         defer { probe.close() }
         let probeStore = JobStore(connection: probe, workerID: "bench-probe")
+        // The claim alone, before the worker starts: 200 claims of 100 jobs, each given back at
+        // once, so the figure is the database's work on a machine that is not also draining.
+        try store.setPaused(queue, false)
+        var quietClaims: [Double] = []
+        for _ in 0..<200 {
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            let claimed = try probeStore.claim(queues: [queue], limit: 100, leaseMilliseconds: 60_000)
+            quietClaims.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6)
+            guard claimed.count == 100 else { throw CLIError("scale: a probe claimed \(claimed.count) of 100 due jobs") }
+            try probeStore.release(claimed.map { ($0.id, $0.attempt) }, delayMilliseconds: 0)
+        }
+        try store.setPaused(queue, true)
         let process = try startWorker(queue: queue)
         defer { process.stop() }
         let before = process.stats
@@ -129,15 +145,18 @@ extension BenchRunner {
         var result = BenchResult(
             name: name, jobs: due, seconds: seconds, cpuPerThousand: cpuPerThousand(before, after, jobs: due),
             peakRSS: after?.peakRSS,
-            detail: String(format: "claim of 100: p50 %.2f p99 %.2f ms (%d probes)",
-                           percentile(claimTimes, 0.5), percentile(claimTimes, 0.99), claimTimes.count))
+            detail: String(format: "claim of 100 alone p50 %.2f p99 %.2f ms, during the drain p50 %.2f p99 %.2f ms",
+                           percentile(quietClaims, 0.5), percentile(quietClaims, 0.99),
+                           percentile(claimTimes, 0.5), percentile(claimTimes, 0.99)))
         if !statsWhileDue.isEmpty {
             result.detail += String(format: "; queue_stats with %@ due p50 %.1f ms", Output.count(due), percentile(statsWhileDue, 0.5))
             result.extra["queue_stats_with_due_ms_p50"] = rounded(percentile(statsWhileDue, 0.5))
         }
-        result.extra["claim_ms_p50"] = rounded(percentile(claimTimes, 0.5))
-        result.extra["claim_ms_p99"] = rounded(percentile(claimTimes, 0.99))
-        result.extra["claim_probes"] = claimTimes.count
+        result.extra["claim_alone_ms_p50"] = rounded(percentile(quietClaims, 0.5))
+        result.extra["claim_alone_ms_p99"] = rounded(percentile(quietClaims, 0.99))
+        result.extra["claim_during_drain_ms_p50"] = rounded(percentile(claimTimes, 0.5))
+        result.extra["claim_during_drain_ms_p99"] = rounded(percentile(claimTimes, 0.99))
+        result.extra["claim_probes_during_drain"] = claimTimes.count
         return result
     }
 
@@ -223,21 +242,24 @@ extension BenchRunner {
         try sample(Date().timeIntervalSince(started))
 
         // Capacity: a backlog of stale jobs (30 s of traffic, at least 50,000, with their attempt
-        // rows) appears at once; the clock starts at the first poll that finds some of it gone
-        // (the worker's next pass comes within 5 s) and stops when none is left.
+        // rows) appears at once in a queue of its own (retention covers every queue, and the soak
+        // queue's last jobs leave only as they age); the clock starts at the first poll that finds
+        // some of it gone (the worker's next pass comes within 5 s) and stops when none is left.
+        let backlogQueue = queue + "-backlog"
+        try reset(backlogQueue)
         let backlog = max(50_000, rate * 30)
         var loaded = 0
         while loaded < backlog {
             let n = min(250_000, backlog - loaded)
             _ = try connection.query(
-                BenchStatements.loadFinished, [queue, url, body, n, 30.0 * 86_400, 0.001])
+                BenchStatements.loadFinished, [backlogQueue, url, body, n, 30.0 * 86_400, 0.001])
             loaded += n
         }
         let removalStarted = Date()
         var first: (at: Date, rows: Int)?
         var capacity = 0.0
         while true {
-            let rows: Int = try connection.queryCached(BenchStatements.queueJobs, [queue])[0].decode(0)
+            let rows: Int = try connection.queryCached(BenchStatements.queueJobs, [backlogQueue])[0].decode(0)
             if first == nil && rows < backlog { first = (Date(), rows) }
             if rows == 0, let first {
                 capacity = Double(first.rows) / max(Date().timeIntervalSince(first.at), 1e-9)
