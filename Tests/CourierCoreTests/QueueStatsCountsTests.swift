@@ -130,6 +130,10 @@ final class QueueStatsCountsTests: OwnDatabaseTestCase {
         let counts = try AdminStore(connection: connection).stateCounts(of: "q")
         XCTAssertEqual(counts.map(\.state), ["pending", "retrying", "succeeded", "dead"])
         XCTAssertEqual(counts.map(\.jobs), [2, 1, 1, 1])
+        // `courier stats` reports the same lag: the due pending job's, not the dead ones'.
+        let health = try AdminStore(connection: connection).stats().queues
+        XCTAssertEqual(try XCTUnwrap(health.first { $0.queue == "q" }).lagSeconds, 30, accuracy: 5)
+        XCTAssertEqual(try XCTUnwrap(health.first { $0.queue == "idle" }).lagSeconds, 0)
     }
 
     func testTheViewReadsTheCountsNotTheJobs() throws {
