@@ -24,7 +24,8 @@ public struct Courier: AsyncParsableCommand {
         version: CourierVersion.text,
         subcommands: [
             MigrateCommand.self, EnqueueCommand.self, WorkerCommand.self, JobsCommand.self, DeadCommand.self,
-            QueuesCommand.self, StatsCommand.self, PurgeCommand.self, DemoCommand.self, BenchCommand.self,
+            QueuesCommand.self, HostsCommand.self, StatsCommand.self, PurgeCommand.self, DemoCommand.self,
+            BenchCommand.self,
         ]
     )
 

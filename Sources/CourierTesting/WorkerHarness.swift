@@ -127,6 +127,13 @@ public struct JobsProbe {
             """)
     }
 
+    /// Forgets every destination's live state and settings. Destinations are keyed by host,
+    /// and tests of one database share 127.0.0.1: without this, one test's failures (a failure
+    /// streak, an open breaker) or killed workers (running counts) would hold back the next.
+    public func forgetDestinations() throws {
+        try connection.query("DELETE FROM courier.destinations")
+    }
+
     /// Closes the connection.
     public func close() { connection.close() }
 }

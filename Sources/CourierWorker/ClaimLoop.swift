@@ -182,18 +182,20 @@ final class ClaimLoop: @unchecked Sendable {
             case .claim(let limit):
                 let claim = try store.claimBatch(
                     queues: configuration.queues, limit: limit,
-                    leaseMilliseconds: Int(configuration.leaseDuration * 1000))
+                    leaseMilliseconds: Int(configuration.leaseDuration * 1000),
+                    perHostLimit: configuration.perHostLimit)
                 metrics.claims.increment()
                 for quarantined in claim.quarantined {
-                    metrics.dead.increment()
+                    metrics.quarantined.increment()
                     logger.warning(
                         "job moved to the dead letters: the worker cannot handle its row",
                         metadata: ["job.id": "\(quarantined.id)", "error": "\(quarantined.reason)"])
                 }
-                return startDeliveries(claim.jobs, requested: limit)
+                return startDeliveries(claim.jobs, requested: limit, heldBack: claim.heldBack)
             case .record(let records):
                 let outcome = try store.record(records)
                 for quarantined in outcome.quarantined {
+                    metrics.quarantined.increment()
                     logger.warning(
                         "job moved to the dead letters: its outcome could not be written",
                         metadata: ["job.id": "\(quarantined.id)", "error": "\(quarantined.reason)"])
@@ -206,7 +208,17 @@ final class ClaimLoop: @unchecked Sendable {
                         ])
                 }
                 for record in records {
-                    metrics.record(record.transition)
+                    metrics.record(record, queue: jobs[record.job]?.queue ?? "?")
+                    if case .dead(let reason) = record.transition, outcome.changed.contains(record.jobID) {
+                        let job = jobs[record.job]
+                        logger.warning(
+                            "job moved to the dead letters",
+                            metadata: [
+                                "job.id": "\(record.jobID)", "job.queue": "\(job?.queue ?? "?")",
+                                "job.host": "\(record.host)", "job.attempt": "\(record.attempt)",
+                                "error": "\(Redaction.message(reason))",
+                            ])
+                    }
                     jobs[record.job] = nil
                     tasks[record.job] = nil
                 }
@@ -241,39 +253,48 @@ final class ClaimLoop: @unchecked Sendable {
         }
     }
 
-    /// Starts a delivery for each claimed job whose host and queue have room.
-    private func startDeliveries(_ claimed: [ClaimedJob], requested: Int) -> LoopEvent {
-        metrics.claimed.increment(by: claimed.count)
+    /// Starts a delivery for each claimed job whose queue has room (the claim already kept
+    /// every destination within its caps).
+    private func startDeliveries(_ claimed: [ClaimedJob], requested: Int, heldBack: Bool) -> LoopEvent {
+        metrics.claimed(claimed)
         var startedRefs: [JobRef] = []
         var deferred: [JobRef] = []
         for job in claimed {
             let ref = JobRef(id: job.id, attempt: job.attempt)
-            let host = job.host
-            guard limiter.tryAcquire(host: host, queue: job.queue, queueLimit: job.queueMaxInFlight) else {
+            guard limiter.tryAcquire(queue: job.queue, queueLimit: job.queueMaxInFlight) else {
                 deferred.append(ref)
                 continue
             }
             jobs[ref] = job
             startedRefs.append(ref)
-            tasks[ref] = Task { [deliverer, limiter, metrics, weak self] in
+            tasks[ref] = Task { [deliverer, limiter, metrics, logger, weak self] in
                 metrics.wireStarted()
                 let startedAt = Date()
                 let report = await deliverer.deliver(job)
                 let finishedAt = Date()
                 metrics.wireEnded()
-                limiter.release(host: host, queue: job.queue)
+                limiter.release(queue: job.queue)
                 let transition = JobTransition.decide(
                     result: report.result, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule,
-                    random: Double.random(in: 0..<1))
+                    postponements: job.postponements, parkOnGone: job.parkOnGone, random: Double.random(in: 0..<1))
                 metrics.latency.recordSeconds(finishedAt.timeIntervalSince(startedAt))
+                logger.debug(
+                    "delivery finished",
+                    metadata: [
+                        "job.id": "\(job.id)", "job.queue": "\(job.queue)", "job.host": "\(job.host)",
+                        "job.attempt": "\(job.attempt)", "http.status": "\(report.result.status.map(String.init) ?? "-")",
+                        "outcome": "\(WorkerMetrics.outcomeName(transition))",
+                        "duration_ms": "\(Int(finishedAt.timeIntervalSince(startedAt) * 1000))",
+                    ])
                 self?.post(
                     AttemptRecord(
                         jobID: job.id, attempt: job.attempt, transition: transition, result: report.result,
-                        startedAt: startedAt, finishedAt: finishedAt, responseExcerpt: report.responseExcerpt))
+                        startedAt: startedAt, finishedAt: finishedAt, responseExcerpt: report.responseExcerpt,
+                        host: job.host))
             }
         }
         lock.withLock { inFlightNow += startedRefs.count }
-        return .claimed(started: startedRefs, deferred: deferred, requested: requested)
+        return .claimed(started: startedRefs, deferred: deferred, requested: requested, heldBack: heldBack)
     }
 
     /// Called by a finished delivery on whatever thread it ran: leaves the outcome in the
@@ -306,9 +327,10 @@ final class ClaimLoop: @unchecked Sendable {
             result: result, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule, random: 0.5)
         if case .retry = transition { transition = .retry(delay: 0) }
         let now = Date()
+        // The receiver did nothing wrong: the cut-off says nothing about the destination.
         return AttemptRecord(
             jobID: job.id, attempt: job.attempt, transition: transition, result: result, startedAt: now,
-            finishedAt: now, responseExcerpt: nil)
+            finishedAt: now, responseExcerpt: nil, host: job.host, signal: DestinationSignal.none)
     }
 }
 

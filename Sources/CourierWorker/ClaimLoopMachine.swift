@@ -43,8 +43,10 @@ public enum LoopEvent: Sendable, Equatable {
     /// The process is stopping (SIGTERM).
     case stopRequested
     /// The claim returned: deliveries started for `started`; `deferred` could not start (their
-    /// host or queue was at its cap) and must be given back; `requested` is what was asked.
-    case claimed(started: [JobRef], deferred: [JobRef], requested: Int)
+    /// queue was at its per-process cap) and must be given back; `requested` is what was asked;
+    /// `heldBack`: some destination with due jobs was at its in-flight cap, so an outcome
+    /// written (which frees room there) is a reason to claim again.
+    case claimed(started: [JobRef], deferred: [JobRef], requested: Int, heldBack: Bool = false)
     /// A statement other than the claim succeeded. For a heartbeat, `lost` are the jobs whose
     /// lease was no longer held.
     case succeeded(LoopStatement, lost: [JobRef])
@@ -139,6 +141,8 @@ public struct ClaimLoopMachine: Sendable {
 
     private var woken = true
     private var lastClaimFull = false
+    private var lastClaimHeldBack = false
+    private var roomFreed = false
     private var nextPoll: UInt64 = 0
     private var nextHeartbeat: UInt64
     private var failures = 0
@@ -185,7 +189,7 @@ public struct ClaimLoopMachine: Sendable {
             break
         case .stopRequested:
             if stopDeadline == nil { stopDeadline = now &+ settings.gracePeriod }
-        case .claimed(let started, let deferred, let requested):
+        case .claimed(let started, let deferred, let requested, let heldBack):
             running = nil
             failures = 0
             if unwritten.isEmpty {
@@ -197,6 +201,7 @@ public struct ClaimLoopMachine: Sendable {
             }
             toRelease.append(contentsOf: deferred)
             lastClaimFull = started.count + deferred.count >= requested
+            lastClaimHeldBack = heldBack
             nextPoll = now &+ settings.pollInterval
         case .succeeded(let statement, _):
             running = nil
@@ -205,6 +210,8 @@ public struct ClaimLoopMachine: Sendable {
             case .record(let records):
                 let written = Set(records.map(\.job))
                 unwritten.removeAll { written.contains($0.job) }
+                // Written outcomes free room at their destinations in the database.
+                if lastClaimHeldBack { roomFreed = true }
             case .release(let jobs, _):
                 let released = Set(jobs)
                 toRelease.removeAll { released.contains($0) }
@@ -286,13 +293,15 @@ public struct ClaimLoopMachine: Sendable {
             // Nothing to extend: the next heartbeat is one interval after work starts again.
             nextHeartbeat = max(nextHeartbeat, now &+ settings.heartbeatInterval)
         }
-        // 4. Claim when there is room and a reason: a notification, the poll interval, or a
-        //    full previous batch (more may be waiting) with enough free slots.
+        // 4. Claim when there is room and a reason: a notification, the poll interval, a full
+        //    previous batch (more may be waiting) with enough free slots, or outcomes written
+        //    for destinations the previous claim found at their cap.
         let free = freeSlots
         if stopDeadline == nil && free > 0
-            && (woken || now >= nextPoll || (lastClaimFull && free >= settings.refillThreshold))
+            && (woken || now >= nextPoll || (lastClaimFull && free >= settings.refillThreshold) || roomFreed)
         {
             woken = false
+            roomFreed = false
             let limit = min(free, settings.batchSize)
             running = .claim(limit: limit)
             return actions + [.run(.claim(limit: limit))]

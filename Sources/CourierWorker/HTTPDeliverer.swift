@@ -101,7 +101,9 @@ public final class HTTPDeliverer: Deliverer, Sendable {
             return DeliveryReport(
                 result: .permanent(status: nil, error: "invalid request: \(error)"), responseExcerpt: nil)
         }
-        if !configuration.allowPrivateTargets {
+        // Private targets allowed: the name is resolved by the connection itself, unless fixed
+        // answers (`--resolve`) must steer it.
+        if !configuration.allowPrivateTargets || configuration.resolver is OverrideResolver {
             switch await checkedAddress(of: host) {
             case .success(let address):
                 request.connectAddress = address
@@ -142,16 +144,17 @@ public final class HTTPDeliverer: Deliverer, Sendable {
     }
 
     /// The address to connect to for `host`: the literal itself, or the first address of one
-    /// resolution when every address it returned is global. `nil` connects as the URL says
-    /// (an IP literal needs no pinning).
+    /// resolution when every address it returned is global (or private targets are allowed).
+    /// `nil` connects as the URL says (an IP literal needs no pinning).
     private func checkedAddress(of host: String) async -> Result<String?, Refusal> {
         func refuse(_ address: IPAddress) -> Result<String?, Refusal> {
             .failure(Refusal(result: .permanent(
                 status: nil,
                 error: "refused private target: \(host) resolves to \(address) (allow with --allow-private-targets)")))
         }
+        let checked = !configuration.allowPrivateTargets
         if let literal = IPAddress(host) {
-            return literal.isGlobal ? .success(nil) : refuse(literal)
+            return literal.isGlobal || !checked ? .success(nil) : refuse(literal)
         }
         let addresses: [IPAddress]
         do {
@@ -163,7 +166,7 @@ public final class HTTPDeliverer: Deliverer, Sendable {
             return .failure(Refusal(result: .retryable(
                 status: nil, error: "DNS lookup of \(host) returned no address", retryAfter: nil)))
         }
-        if let bad = TargetPolicy.firstNonGlobal(addresses) { return refuse(bad) }
+        if checked, let bad = TargetPolicy.firstNonGlobal(addresses) { return refuse(bad) }
         return .success(first.description)
     }
 
@@ -172,7 +175,11 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         if headers["user-agent"] == nil { headers["User-Agent"] = configuration.userAgent }
         headers["courier-job-id"] = String(job.id)
         headers["courier-attempt"] = String(job.attempt)
-        if job.signingSecret != nil { headers["webhook-id"] = "job_\(job.id)" }
+        // Standard Webhooks' id and timestamp on every delivery, signed or not: the id is the
+        // job's, the same on every attempt, so any receiver can drop a duplicate (a producer's
+        // own webhook-id is kept). A signed queue's signer sets the timestamp again as it signs.
+        if headers["webhook-id"] == nil { headers["webhook-id"] = "job_\(job.id)" }
+        headers["webhook-timestamp"] = String(Int64(Date().timeIntervalSince1970.rounded(.down)))
         return OutboundRequest(method: job.method, url: job.url, headers: headers, body: job.body)
     }
 

@@ -66,3 +66,51 @@ public struct SystemResolver: HostResolver {
         return addresses
     }
 }
+
+/// Fixed answers for some names, the system resolver for the rest: `courier worker --resolve`,
+/// like curl's `--resolve`, for a receiver whose name DNS does not know yet and for benchmarks
+/// that give one local receiver many names. The addresses still go through the target checks.
+public struct OverrideResolver: HostResolver {
+    /// One fixed answer: `name` exactly, or every name under it when `name` starts with `*.`.
+    public struct Entry: Sendable, Equatable {
+        /// A lower-case host name, or `*.` and a suffix.
+        public var name: String
+        /// The address returned.
+        public var address: IPAddress
+
+        /// Parses `NAME=ADDRESS` (e.g. `*.localhost=127.0.0.1`); nil when it is not one.
+        public init?(_ text: String) {
+            guard let equals = text.firstIndex(of: "=") else { return nil }
+            let name = text[..<equals].lowercased()
+            let addressText = String(text[text.index(after: equals)...])
+            let bare = name.hasPrefix("*.") ? String(name.dropFirst(2)) : name
+            guard !bare.isEmpty, bare.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" }),
+                let address = IPAddress(addressText)
+            else { return nil }
+            self.name = name
+            self.address = address
+        }
+
+        func matches(_ host: String) -> Bool {
+            if name.hasPrefix("*.") { return host.hasSuffix(name.dropFirst(1)) && host.count > name.count - 1 }
+            return host == name
+        }
+    }
+
+    /// The fixed answers, first match wins.
+    public let entries: [Entry]
+    /// The resolver for every other name.
+    public let fallback: any HostResolver
+
+    /// Creates a resolver.
+    public init(entries: [Entry], fallback: any HostResolver = SystemResolver()) {
+        self.entries = entries
+        self.fallback = fallback
+    }
+
+    public func resolve(_ host: String) async throws -> [IPAddress] {
+        let name = host.lowercased()
+        if let entry = entries.first(where: { $0.matches(name) }) { return [entry.address] }
+        return try await fallback.resolve(host)
+    }
+}

@@ -3,18 +3,36 @@ import Foundation
 import Metrics
 
 /// The worker's metrics, through swift-metrics (exported for Prometheus by `courier worker
-/// --metrics-port`).
-final class WorkerMetrics: @unchecked Sendable {
-    /// Claim statements run.
+/// --metrics-address`). Every name is in `help`, which the exporter prints as `# HELP`.
+public final class WorkerMetrics: @unchecked Sendable {
+    /// The help text of every metric the worker publishes, by name.
+    public static let help: [String: String] = [
+        "courier_claims_total": "Claim transactions run (each takes up to one batch of due jobs).",
+        "courier_jobs_claimed_total": "Jobs claimed, by queue.",
+        "courier_deliveries_total":
+            "Attempts whose outcome was written, by queue, outcome (succeeded, retry, dead, postponed, parked) "
+            + "and status class (2xx, 3xx, 4xx, 5xx, none for no response).",
+        "courier_jobs_deferred_total": "Claimed jobs given back unsent because their queue was at its per-process cap.",
+        "courier_jobs_rescued_total": "Running jobs whose lease expired, returned to retrying or moved to dead.",
+        "courier_jobs_quarantined_total":
+            "Jobs moved to the dead letters because the worker could not claim, read or record their row.",
+        "courier_jobs_deleted_total":
+            "Finished jobs deleted by retention, counted by the worker that held the maintenance lock.",
+        "courier_delivery_duration_seconds": "Time from sending a request to knowing its outcome.",
+        "courier_deliveries_in_flight": "Requests on the wire now (from sending until the response or failure).",
+        "courier_queue_due_jobs": "Jobs due now, by queue (refreshed every maintenance pass).",
+        "courier_queue_oldest_due_age_seconds": "Age of the oldest due job, by queue.",
+        "courier_destinations_breaker_open": "Destinations whose circuit breaker is open or half-open.",
+        "courier_destinations_disabled": "Destinations disabled by an operator or a 410 Gone.",
+        "courier_destinations_running": "Jobs running at all destinations, across every worker.",
+    ]
+
+    /// Claim transactions run.
     let claims = Counter(label: "courier_claims_total")
-    /// Jobs those claims returned.
-    let claimed = Counter(label: "courier_jobs_claimed_total")
-    let succeeded = Counter(label: "courier_jobs_succeeded_total")
-    let retried = Counter(label: "courier_jobs_retried_total")
-    let dead = Counter(label: "courier_jobs_dead_total")
-    /// Claimed jobs given back because their host or queue was at its cap.
+    /// Claimed jobs given back because their queue was at its per-process cap.
     let deferred = Counter(label: "courier_jobs_deferred_total")
     let rescued = Counter(label: "courier_jobs_rescued_total")
+    let quarantined = Counter(label: "courier_jobs_quarantined_total")
     /// Finished jobs deleted by retention (by whichever worker held the maintenance lock).
     let retentionDeleted = Counter(label: "courier_jobs_deleted_total")
     let latency = Timer(label: "courier_delivery_duration_seconds")
@@ -24,22 +42,81 @@ final class WorkerMetrics: @unchecked Sendable {
 
     private let lock = NSLock()
     private var written = 0
+    private var tallies = OutcomeTally()
     private var knownQueues: Set<String> = []
+    private var claimedByQueue: [String: Counter] = [:]
+    private var deliveries: [DeliveryKey: Counter] = [:]
+
+    private struct DeliveryKey: Hashable {
+        var queue: String
+        var outcome: String
+        var statusClass: String
+    }
 
     /// Outcomes written since start.
     var outcomesWritten: Int { lock.withLock { written } }
 
+    /// Outcomes written since start, by kind.
+    var outcomes: OutcomeTally { lock.withLock { tallies } }
+
     func wireStarted() { inFlight.increment() }
     func wireEnded() { inFlight.decrement() }
 
-    /// Counts an outcome once it is written.
-    func record(_ transition: JobTransition) {
-        lock.withLock { written += 1 }
-        switch transition {
-        case .succeed: succeeded.increment()
-        case .retry: retried.increment()
-        case .dead: dead.increment()
+    /// Counts claimed jobs per queue.
+    func claimed(_ jobs: [ClaimedJob]) {
+        var perQueue: [String: Int] = [:]
+        for job in jobs { perQueue[job.queue, default: 0] += 1 }
+        for (queue, count) in perQueue {
+            let counter = lock.withLock { () -> Counter in
+                if let counter = claimedByQueue[queue] { return counter }
+                let counter = Counter(label: "courier_jobs_claimed_total", dimensions: [("queue", queue)])
+                claimedByQueue[queue] = counter
+                return counter
+            }
+            counter.increment(by: count)
         }
+    }
+
+    /// Counts an outcome once it is written.
+    func record(_ record: AttemptRecord, queue: String) {
+        let key = DeliveryKey(
+            queue: queue, outcome: Self.outcomeName(record.transition), statusClass: Self.statusClass(record.result.status))
+        let counter = lock.withLock { () -> Counter in
+            written += 1
+            tallies.add(record.transition)
+            if let counter = deliveries[key] { return counter }
+            let counter = Counter(
+                label: "courier_deliveries_total",
+                dimensions: [("queue", key.queue), ("outcome", key.outcome), ("status_class", key.statusClass)])
+            deliveries[key] = counter
+            return counter
+        }
+        counter.increment()
+    }
+
+    /// The outcome of an attempt as logs and metrics name it.
+    static func outcomeName(_ transition: JobTransition) -> String {
+        switch transition {
+        case .succeed: return "succeeded"
+        case .retry: return "retry"
+        case .dead: return "dead"
+        case .postpone: return "postponed"
+        case .park: return "parked"
+        }
+    }
+
+    /// `2xx` ... `5xx`, or `none` when no response arrived.
+    static func statusClass(_ status: Int?) -> String {
+        guard let status, (100...599).contains(status) else { return "none" }
+        return "\(status / 100)xx"
+    }
+
+    /// Publishes how many destinations have an open breaker, are disabled, or are at their
+    /// in-flight cap (fleet-wide figures: every worker reports the same).
+    func recordDestinations(_ health: DestinationHealth) {
+        Gauge(label: "courier_destinations_breaker_open").record(health.breakerOpen)
+        Gauge(label: "courier_destinations_disabled").record(health.disabled)
+        Gauge(label: "courier_destinations_running").record(health.running)
     }
 
     /// Publishes per-queue due depth and the age of the oldest due job; queues that no longer
@@ -59,5 +136,43 @@ final class WorkerMetrics: @unchecked Sendable {
             Gauge(label: "courier_queue_due_jobs", dimensions: [("queue", queue)]).record(0)
             Gauge(label: "courier_queue_oldest_due_age_seconds", dimensions: [("queue", queue)]).record(0)
         }
+    }
+}
+
+/// Outcomes written, by kind: what the worker's summary log line reports.
+public struct OutcomeTally: Sendable, Equatable {
+    /// Jobs that succeeded.
+    public var succeeded = 0
+    /// Failed attempts with a retry scheduled.
+    public var retried = 0
+    /// Jobs moved to the dead letters.
+    public var dead = 0
+    /// Jobs postponed by a receiver's 429/503 with Retry-After.
+    public var postponed = 0
+    /// Jobs parked by a 410 Gone.
+    public var parked = 0
+
+    /// An empty tally.
+    public init() {}
+
+    mutating func add(_ transition: JobTransition) {
+        switch transition {
+        case .succeed: succeeded += 1
+        case .retry: retried += 1
+        case .dead: dead += 1
+        case .postpone: postponed += 1
+        case .park: parked += 1
+        }
+    }
+
+    /// What happened between `earlier` and this tally.
+    public func since(_ earlier: OutcomeTally) -> OutcomeTally {
+        var delta = OutcomeTally()
+        delta.succeeded = succeeded - earlier.succeeded
+        delta.retried = retried - earlier.retried
+        delta.dead = dead - earlier.dead
+        delta.postponed = postponed - earlier.postponed
+        delta.parked = parked - earlier.parked
+        return delta
     }
 }

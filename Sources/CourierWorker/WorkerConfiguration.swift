@@ -22,10 +22,12 @@ public struct WorkerConfiguration: Sendable {
     public var leaseDuration: Double
     /// Seconds between heartbeats that extend the leases of running jobs (default 15).
     public var heartbeatInterval: Double
-    /// Deliveries in flight to one destination host at once (default 32), so one slow
-    /// endpoint cannot hold every slot.
+    /// Requests in flight to one destination host at once across all workers, for hosts
+    /// without their own `courier.destinations.max_in_flight` (default 100: one fast host
+    /// drains at full speed, one slow host leaves half of a default worker's slots to the
+    /// others). Every worker should use the same value; the claim statement enforces it.
     public var perHostLimit: Int
-    /// Seconds a job whose host (or queue) is at its cap waits before it is due again (default 0.25).
+    /// Seconds a job whose queue is at its per-process cap waits before it is due again (default 0.25).
     public var capDeferral: Double
     /// Seconds between maintenance passes: rescue of expired leases and retention (default 5).
     public var maintenanceInterval: Double
@@ -63,7 +65,7 @@ public struct WorkerConfiguration: Sendable {
         pollInterval: Double = 1,
         leaseDuration: Double = 60,
         heartbeatInterval: Double = 15,
-        perHostLimit: Int = 32,
+        perHostLimit: Int = 100,
         capDeferral: Double = 0.25,
         maintenanceInterval: Double = 5,
         retention: Double = 7 * 86_400,

@@ -45,7 +45,7 @@ public final class WorkerPool: @unchecked Sendable {
             try PostgresConnection(databaseURL, applicationName: name, settings: settings)
         }
         self.connect = connect
-        let limiter = InFlightLimiter(perHostLimit: configuration.perHostLimit)
+        let limiter = InFlightLimiter()
         let loopCount = min(configuration.loops, configuration.concurrency)
         loops = (0..<loopCount).map { index in
             // Split the slots evenly; the first loops take the remainder.
@@ -85,6 +85,9 @@ public final class WorkerPool: @unchecked Sendable {
 
     /// Outcomes written since start (succeeded, retried or dead).
     public var outcomesWritten: Int { metrics.outcomesWritten }
+
+    /// Outcomes written since start, by kind.
+    public var outcomes: OutcomeTally { metrics.outcomes }
 
     /// Queues a liveness stamp on every loop; `loopsResponsive(within:)` reads the stamps.
     public func pingLoops() { loops.forEach { $0.ping() } }
@@ -217,6 +220,7 @@ public final class WorkerPool: @unchecked Sendable {
             if DispatchTime.now() >= maintenance.lastDepth + configuration.maintenanceInterval * 0.9 {
                 let store = JobStore(connection: connection, workerID: configuration.workerID)
                 metrics.recordDepth(try store.queueDepth(queues: configuration.queues))
+                metrics.recordDestinations(try store.destinationHealth())
                 maintenance.lastDepth = .now()
             }
         } catch {

@@ -14,14 +14,19 @@ public final class WorkerService: @unchecked Sendable {
     private let notifier: SystemdNotifier
     private let stopSignal = DispatchSemaphore(value: 0)
     private let statusInterval: Double
+    private let summaryInterval: Double
 
     /// Creates a service around `pool`.
-    /// - Parameter statusInterval: seconds between `STATUS=` updates (default 5).
+    /// - Parameters:
+    ///   - statusInterval: seconds between `STATUS=` updates (default 5).
+    ///   - summaryInterval: seconds between info-level summary log lines (default 60).
     public init(
-        pool: WorkerPool, logger: Logger, notifier: SystemdNotifier = SystemdNotifier(), statusInterval: Double = 5
+        pool: WorkerPool, logger: Logger, notifier: SystemdNotifier = SystemdNotifier(), statusInterval: Double = 5,
+        summaryInterval: Double = 60
     ) {
         self.pool = pool
         self.statusInterval = statusInterval
+        self.summaryInterval = summaryInterval
         self.logger = logger
         self.notifier = notifier
     }
@@ -49,8 +54,10 @@ public final class WorkerService: @unchecked Sendable {
         let period = min(watchdog.map { $0 / 4 } ?? statusInterval, statusInterval)
         var lastStatus = DispatchTime.now()
         var lastWritten = pool.outcomesWritten
-        heartbeat.schedule(deadline: .now() + period, repeating: period)
-        heartbeat.setEventHandler { [pool, notifier, logger, statusInterval] in
+        var lastSummary = DispatchTime.now()
+        var summarized = pool.outcomes
+        heartbeat.schedule(deadline: .now() + min(period, summaryInterval), repeating: min(period, summaryInterval))
+        heartbeat.setEventHandler { [pool, notifier, logger, statusInterval, summaryInterval] in
             pool.pingLoops()
             if let watchdog {
                 if pool.loopsResponsive(within: watchdog / 2) {
@@ -68,6 +75,21 @@ public final class WorkerService: @unchecked Sendable {
                     "STATUS=\(pool.inFlight) in flight, \(String(format: "%.1f", rate)) deliveries/s")
                 lastStatus = now
                 lastWritten = written
+            }
+            // One info line a minute: what an on-call person reads first in the journal.
+            let sinceSummary = Double(now.uptimeNanoseconds - lastSummary.uptimeNanoseconds) / 1e9
+            if sinceSummary >= summaryInterval * 0.99 {
+                let outcomes = pool.outcomes
+                let delta = outcomes.since(summarized)
+                logger.info(
+                    "summary",
+                    metadata: [
+                        "seconds": "\(Int(sinceSummary.rounded()))", "delivered": "\(delta.succeeded)",
+                        "retried": "\(delta.retried)", "dead": "\(delta.dead)", "postponed": "\(delta.postponed)",
+                        "parked": "\(delta.parked)", "in_flight": "\(pool.inFlight)",
+                    ])
+                summarized = outcomes
+                lastSummary = now
             }
         }
         heartbeat.resume()

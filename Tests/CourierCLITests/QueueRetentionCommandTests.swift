@@ -5,7 +5,7 @@ import XCTest
 /// `courier queues set --keep-*` and `courier queues show`.
 final class QueueRetentionCommandTests: CLITestCase {
     func testKeepFlagsSetRetentionAndShowDisplaysIt() throws {
-        let set = try courier("queues", "set", "billing", "--keep-succeeded", "3d", "--keep-dead", "90d")
+        let set = try courier("queues", "set", "billing", "--create", "--keep-succeeded", "3d", "--keep-dead", "90d")
         XCTAssertEqual(set.status, 0, set.stderr)
         XCTAssertTrue(set.stdout.contains("Retention: succeeded 3d, cancelled default (7d), dead 90d."), set.stdout)
         XCTAssertEqual(

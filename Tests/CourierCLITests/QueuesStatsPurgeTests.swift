@@ -4,7 +4,7 @@ import XCTest
 
 final class QueuesStatsPurgeTests: CLITestCase {
     func testQueuesPauseResumeAndSet() throws {
-        XCTAssertEqual(try courier("queues", "pause", "billing").status, 0)
+        XCTAssertEqual(try courier("queues", "pause", "billing", "--create").status, 0)
         var queues = try XCTUnwrap(try courier("queues", "list", "--json").json() as? [[String: Any]])
         XCTAssertEqual(queues.first { $0["name"] as? String == "billing" }?["paused"] as? Bool, true)
         XCTAssertEqual(try courier("queues", "resume", "billing").status, 0)
@@ -58,7 +58,8 @@ final class QueuesStatsPurgeTests: CLITestCase {
         for _ in 0..<12 { try insertJob(state: "succeeded", finishedAgo: 10 * 86_400) }
         try insertJob(state: "succeeded", finishedAgo: 60)
         try insertJob(state: "dead", finishedAgo: 10 * 86_400)
-        let result = try courier("purge", "--state", "succeeded", "--older-than", "7d", "--batch-size", "5", "--json")
+        let result = try courier("purge", "--state", "succeeded", "--older-than", "7d", "--batch-size", "5", "--json",
+            "--yes")
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertEqual((try result.json() as? [String: Any])?["deleted"] as? Int, 12)
         XCTAssertEqual(try jobCount, 2)

@@ -22,7 +22,8 @@ final class AdminStatementsTests: XCTestCase {
             AdminStatements.countDead, AdminStatements.requeueDeadBatch, AdminStatements.countPurgeable,
             AdminStatements.purgeBatch, AdminStatements.listQueues, AdminStatements.setPaused, AdminStatements.setQueue,
             AdminStatements.statsActive, AdminStatements.statsLastHour, AdminStatements.statsLatency,
-            AdminStatements.statsEstimate, AdminStatements.pausedQueues,
+            AdminStatements.statsEstimate, AdminStatements.pausedQueues, AdminStatements.countCancellable,
+            AdminStatements.cancelBatch, AdminStatements.queueExists, AdminStatements.knownQueues,
         ]
         for (index, sql) in statements.enumerated() {
             XCTAssertNoThrow(try connection.prepare(name: "admin_\(index)", sql: sql), sql)

@@ -228,7 +228,8 @@ final class RolesTests: XCTestCase {
             AdminStatements.countDead, AdminStatements.requeueDeadBatch, AdminStatements.countPurgeable,
             AdminStatements.purgeBatch, AdminStatements.listQueues, AdminStatements.setPaused, AdminStatements.setQueue,
             AdminStatements.statsActive, AdminStatements.statsLastHour, AdminStatements.statsLatency,
-            AdminStatements.statsEstimate, AdminStatements.pausedQueues,
+            AdminStatements.statsEstimate, AdminStatements.pausedQueues, AdminStatements.countCancellable,
+            AdminStatements.cancelBatch, AdminStatements.queueExists, AdminStatements.knownQueues,
         ].enumerated() {
             XCTAssertNoThrow(try operatorConnection.prepare(name: "admin_\(index)", sql: sql), sql)
         }
@@ -243,10 +244,10 @@ final class RolesTests: XCTestCase {
         XCTAssertEqual(try store.retryNow([first]).map(\.changed), [true])
         XCTAssertEqual(try store.cancel([first]).map(\.changed), [true])
         try owner.query("UPDATE courier.jobs SET state = 'dead', finished_at = now() - interval '2 days' WHERE id <> $1", [first])
-        XCTAssertEqual(try store.countDead(queue: "ops", since: nil, errorContains: nil).count, 2)
+        XCTAssertEqual(try store.countDead({ var f = DeadJobFilter(); f.queue = "ops"; return f }()).count, 2)
         let dead = try store.listJobs({ var f = JobFilter(); f.state = .dead; return f }()).map(\.id)
         XCTAssertEqual(try store.requeueDead([dead[0]]).map(\.changed), [true])
-        XCTAssertEqual(try store.requeueDead(queue: "ops", since: nil, errorContains: nil, maxID: Int64.max,
+        XCTAssertEqual(try store.requeueDead({ var f = DeadJobFilter(); f.queue = "ops"; return f }(), maxID: Int64.max,
             batchSize: 10), 1)
         try store.setPaused("ops", true)
         var change = QueueSettingsChange()

@@ -19,7 +19,8 @@ final class WorkerStatementsTests: XCTestCase {
 
     func testEveryWorkerStatementPrepares() throws {
         let statements = [
-            WorkerStatements.claimBatch, WorkerStatements.completeBatch, WorkerStatements.heartbeat,
+            WorkerStatements.lockDestinations, WorkerStatements.claimBatch, WorkerStatements.completeBatch,
+            WorkerStatements.heartbeat,
             WorkerStatements.release, WorkerStatements.tryMaintenanceLock, WorkerStatements.rescueExpired,
             WorkerStatements.deleteExpiredFinished,
         ]

@@ -184,6 +184,26 @@ final class ClaimLoopMachineTests: XCTestCase {
         XCTAssertEqual(actions, [.run(.record([done]))])
     }
 
+    func testHostAtItsCapIsClaimedAgainOnceAnOutcomeIsWritten() {
+        var m = machine(slots: 8, batch: 8)
+        XCTAssertEqual(m.handle(.tick, now: 0), [.run(.claim(limit: 8))])
+        // The host's cap allowed 3 of 8: not a full batch, but held back.
+        XCTAssertEqual(
+            m.handle(.claimed(started: refs(1...3), deferred: [], requested: 8, heldBack: true), now: 0),
+            [.sleep(untilNanos: second)])
+        let one = record(JobRef(id: 1, attempt: 1))
+        XCTAssertEqual(m.handle(.finished([one], interrupted: false), now: 10), [.run(.record([one]))])
+        // The written outcome freed room at the host: claim now, not at the poll.
+        XCTAssertEqual(m.handle(.succeeded(.record([one]), lost: []), now: 20), [.run(.claim(limit: 6))])
+        // Without held-back hosts, a short claim waits for the poll or a notification.
+        XCTAssertEqual(
+            m.handle(.claimed(started: refs(4...4), deferred: [], requested: 6, heldBack: false), now: 30),
+            [.sleep(untilNanos: 30 + second)])
+        let two = record(JobRef(id: 2, attempt: 1))
+        _ = m.handle(.finished([two], interrupted: false), now: 40)
+        XCTAssertEqual(m.handle(.succeeded(.record([two]), lost: []), now: 50), [.sleep(untilNanos: 30 + second)])
+    }
+
     func testFullBatchRefillsOnlyOnceEnoughSlotsAreFree() {
         var m = machine(slots: 8, batch: 4)
         // refillThreshold = min(4, 8 / 4) = 2.

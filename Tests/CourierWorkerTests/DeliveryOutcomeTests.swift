@@ -41,6 +41,7 @@ final class DeliveryOutcomeTests: XCTestCase {
         pool?.shutdown()
         deliverer?.shutdown()
         await sink?.shutdown()
+        try? probe?.forgetDestinations()
         probe?.close()
     }
 
@@ -119,12 +120,17 @@ final class DeliveryOutcomeTests: XCTestCase {
         pool = nil
         let row = try probe.connection.query(
             """
-            SELECT j.state::text, extract(epoch FROM j.run_at - a.finished_at)::float8, j.last_status
+            SELECT j.state::text, extract(epoch FROM j.run_at - a.finished_at)::float8, j.last_status, j.attempt,
+                   j.postponements
             FROM courier.jobs j JOIN courier.attempts a ON a.job_id = j.id WHERE j.id = $1
             """, [id])[0]
-        XCTAssertEqual(try row.decode(0, as: String.self), "retrying")
+        // 429 with Retry-After: rescheduled without spending the attempt (no attempt counted
+        // yet, so the job is pending again), one postponement counted, the attempt row kept.
+        XCTAssertEqual(try row.decode(0, as: String.self), "pending")
         XCTAssertGreaterThanOrEqual(try row.decode(1, as: Double.self), 1.95)
         XCTAssertEqual(try row.decode(2, as: Int.self), 429)
+        XCTAssertEqual(try row.decode(3, as: Int.self), 0)
+        XCTAssertEqual(try row.decode(4, as: Int.self), 1)
     }
 
     func testRequestCarriesDedupHeadersAndAValidSignature() throws {
@@ -147,6 +153,21 @@ final class DeliveryOutcomeTests: XCTestCase {
         let mac = HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: key))
         XCTAssertEqual(signature, "v1," + Data(mac).base64EncodedString())
         XCTAssertEqual(String(decoding: request.body, as: UTF8.self), #"{"hello": "world"}"#)
+    }
+
+    func testUnsignedDeliveriesCarryAStableWebhookIDAndATimestamp() throws {
+        let id = try probe.enqueue(url: sink.baseURL + "/flaky", queue: queue, maxAttempts: 5)
+        try startPool()
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 10))
+        let requests = log.all.filter { $0.header("courier-job-id") == String(id) }
+        XCTAssertEqual(requests.count, 3, "two 503s, then 200")
+        XCTAssertEqual(Set(requests.compactMap { $0.header("webhook-id") }), ["job_\(id)"], "the same id on every attempt")
+        XCTAssertEqual(requests.map { $0.header("courier-attempt") }, ["1", "2", "3"])
+        for request in requests {
+            let timestamp = try XCTUnwrap(request.header("webhook-timestamp").flatMap(Double.init))
+            XCTAssertLessThan(abs(timestamp - Date().timeIntervalSince1970), 60)
+            XCTAssertNil(request.header("webhook-signature"), "an unsigned queue sends no signature")
+        }
     }
 
     func testPrivateTargetIsRefusedWithoutTheFlagAndTheSinkSeesNothing() throws {

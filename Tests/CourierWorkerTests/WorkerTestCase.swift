@@ -45,6 +45,7 @@ class WorkerTestCase: XCTestCase {
         pools.forEach { $0.shutdown() }
         deliverers.forEach { $0.shutdown() }
         for sink in sinks { await sink.shutdown() }
+        try? probe?.forgetDestinations()
         probe?.close()
         if ownsDatabase, let url { TestDatabase.drop(url) }
     }

@@ -22,7 +22,14 @@ struct BenchCommand: ParsableCommand {
             --sink-url is given. The worker is a real `courier worker` child process; its CPU
             time and peak RSS are read from /proc. Scenarios:
 
-              drain     bulk-enqueue --jobs jobs, then time the worker until all succeeded
+              drain     bulk-enqueue --jobs jobs to one host, then time the worker (its default
+                        settings) until all succeeded; prints claims per delivery
+              drain-limit200  the same with --per-host-limit 200, to compare with drain
+              fanout    like drain, the jobs spread over 1,000 host names of the local sink
+                        (h1.localhost ... via the worker's --resolve)
+              failing-host  jobs at --rate to 20 healthy hosts for --duration, first alone,
+                        then with a host that answers 500 to everything: the healthy hosts'
+                        enqueue->start p99 in both runs and the attempts the failing host got
               latency   one job at a time at --rate for --duration into an idle, listening worker
               flaky     like drain, 30% of first attempts answered 503, retry after ~1 s
               ceilings  (a) claim/complete/attempt statements with no HTTP (PostgreSQL's limit)
@@ -48,8 +55,8 @@ struct BenchCommand: ParsableCommand {
     var databaseURL: String?
     @Option(name: .customLong("sink-url"), help: "Send to this HTTP endpoint instead of the built-in sink (flaky and inflight need the built-in sink).")
     var sinkURL: String?
-    @Option(help: "Comma-separated scenarios (default drain,latency,flaky,ceilings,inflight).")
-    var scenarios: String = "drain,latency,flaky,ceilings,inflight"
+    @Option(help: "Comma-separated scenarios (default drain,drain-limit200,fanout,failing-host,latency,flaky,ceilings,inflight).")
+    var scenarios: String = "drain,drain-limit200,fanout,failing-host,latency,flaky,ceilings,inflight"
     @Option(help: "Jobs in drain, flaky and each ceiling (default 50000).")
     var jobs: Int = 50_000
     @Option(help: "Latency: jobs enqueued per second (default 200).")
@@ -62,19 +69,26 @@ struct BenchCommand: ParsableCommand {
     var loops: Int = 1
     @Option(name: .customLong("batch-size"), help: "Worker claim batch (default 100, the worker's default).")
     var batchSize: Int = 100
+    @Option(name: .customLong("per-host-limit"), help: "Worker --per-host-limit (default: the worker's default, 100).")
+    var perHostLimit: Int?
     @Option(help: "Give up on a scenario after this long (default 300s).")
     var timeout: String = "300s"
     @OptionGroup var output: OutputOptions
     @OptionGroup var scale: ScaleOptions
 
     func validate() throws {
-        let known: Set<String> = ["drain", "latency", "flaky", "ceilings", "inflight", "saturated", "scale", "soak", "scaleout"]
+        let known: Set<String> = [
+            "drain", "drain-limit200", "fanout", "failing-host", "latency", "flaky", "ceilings", "inflight", "saturated",
+            "scale", "soak", "scaleout",
+        ]
         for name in scenarioList where !known.contains(name) {
             throw CLIError.usage("--scenarios: unknown scenario \(name.debugDescription) (use \(known.sorted().joined(separator: ", ")))")
         }
         if jobs < 1 || jobs > 5_000_000 { throw CLIError.usage("--jobs must be between 1 and 5000000") }
         if rate < 1 || rate > 10_000 { throw CLIError.usage("--rate must be between 1 and 10000") }
-        if concurrency < 1 || loops < 1 || batchSize < 1 { throw CLIError.usage("--concurrency, --loops and --batch-size must be at least 1") }
+        if concurrency < 1 || loops < 1 || batchSize < 1 || (perHostLimit ?? 1) < 1 {
+            throw CLIError.usage("--concurrency, --loops, --batch-size and --per-host-limit must be at least 1")
+        }
     }
 
     var scenarioList: [String] { scenarios.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
@@ -108,13 +122,19 @@ struct BenchCommand: ParsableCommand {
 
         let runner = BenchRunner(
             databaseURL: url, connection: connection, sink: sink, timeout: limit,
-            worker: ["--concurrency", String(concurrency), "--per-host-limit", String(concurrency), "--loops", String(loops),
-                     "--batch-size", String(batchSize), "--allow-private-targets", "--log-level", "warning"],
+            worker: ["--concurrency", String(concurrency), "--loops", String(loops), "--batch-size", String(batchSize),
+                     "--allow-private-targets", "--log-level", "warning"]
+                + (perHostLimit.map { ["--per-host-limit", String($0)] } ?? []),
             loops: loops, batchSize: batchSize, concurrency: concurrency, say: say)
         var results: [BenchResult] = []
         for name in scenarioList {
             switch name {
             case "drain": results.append(try runner.drain(jobs: jobs))
+            case "drain-limit200": results.append(try runner.drain(jobs: jobs, perHostLimit: 200))
+            case "fanout": results.append(try runner.fanout(jobs: jobs, hosts: 1000))
+            case "failing-host":
+                guard sinkURL == nil else { say("failing-host: skipped (needs the built-in sink)"); continue }
+                results.append(try runner.failingHost(rate: rate, seconds: latencySeconds))
             case "latency": results.append(try runner.latency(rate: rate, seconds: latencySeconds))
             case "flaky":
                 guard sinkURL == nil else { say("flaky: skipped (needs the built-in sink)"); continue }
@@ -145,7 +165,11 @@ struct BenchCommand: ParsableCommand {
             try Output.json([
                 "machine": ["cores": machine.cores, "memory_gib": machine.memoryGiB, "cpu": machine.cpuModel],
                 "server": server,
-                "worker": ["concurrency": concurrency, "loops": loops, "batch_size": batchSize],
+                "worker": [
+                    "concurrency": concurrency, "loops": loops, "batch_size": batchSize,
+                    "per_host_limit": perHostLimit ?? WorkerConfiguration().perHostLimit,
+                    "per_host_limit_is_default": perHostLimit == nil,
+                ],
                 "scenarios": results.map(\.json),
                 "goals": goals.map { ["goal": $0.goal, "measured": $0.measured, "met": $0.met] },
             ])
@@ -154,7 +178,9 @@ struct BenchCommand: ParsableCommand {
         print("")
         print("Machine: \(machine.cores) cores, \(machine.memoryGiB) GiB, \(machine.cpuModel)")
         print("Server:  \(server)")
-        print("Worker:  concurrency \(concurrency), \(loops) claim loop\(loops == 1 ? "" : "s"), batch \(batchSize)\n")
+        let hostLimit = perHostLimit.map { "per-host limit \($0)" }
+            ?? "per-host limit \(WorkerConfiguration().perHostLimit) (the worker's default)"
+        print("Worker:  concurrency \(concurrency), \(loops) claim loop\(loops == 1 ? "" : "s"), batch \(batchSize), \(hostLimit)\n")
         var rows = [["SCENARIO", "JOBS", "SECONDS", "JOBS/S", "CPU S/1K JOBS", "PEAK RSS", "DETAIL"]]
         for result in results {
             rows.append([
@@ -230,6 +256,19 @@ enum BenchGoals {
         let byName = Dictionary(results.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         if let drain = byName["drain"] {
             checks.append(Check(goal: "drain >= 5,000 jobs/s", measured: "\(Output.count(Int(drain.rate))) jobs/s", met: drain.rate >= 5000))
+            if let perDelivery = drain.extra["claimed_per_delivery"] as? Double {
+                checks.append(Check(
+                    goal: "drain with default settings: jobs claimed per delivery <= 1.1",
+                    measured: String(format: "%.3f", perDelivery), met: perDelivery <= 1.1))
+            }
+            if let capped = byName["drain-limit200"] {
+                let fraction = drain.rate / max(capped.rate, 1e-9)
+                checks.append(Check(
+                    goal: "drain with default settings >= 90% of drain with --per-host-limit 200",
+                    measured: String(format: "%.0f%% (%@ vs %@ jobs/s)", fraction * 100, Output.count(Int(drain.rate)),
+                                     Output.count(Int(capped.rate))),
+                    met: fraction >= 0.9))
+            }
             if let enqueue = drain.extra["enqueue_jobs_per_second"] as? Double {
                 checks.append(Check(goal: "bulk enqueue >= 30,000 jobs/s", measured: "\(Output.count(Int(enqueue))) jobs/s", met: enqueue >= 30_000))
             }
@@ -244,6 +283,11 @@ enum BenchGoals {
         {
             checks.append(Check(goal: "enqueue->start p50 <= 5 ms", measured: String(format: "%.1f ms", p50), met: p50 <= 5))
             checks.append(Check(goal: "enqueue->start p99 <= 25 ms", measured: String(format: "%.1f ms", p99), met: p99 <= 25))
+        }
+        if let failing = byName["failing-host"], let ratio = failing.extra["healthy_p99_ratio"] as? Double {
+            checks.append(Check(
+                goal: "failing-host: healthy hosts' start p99 within 2x of the run without it",
+                measured: String(format: "%.2fx", ratio), met: ratio <= 2))
         }
         if let inflight = byName["inflight"], let rss = inflight.peakRSS {
             let mb = Double(rss) / 1_048_576

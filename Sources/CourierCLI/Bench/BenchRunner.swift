@@ -13,7 +13,7 @@ import Postgres
 ///
 /// Built-in paths: `/hook` answers 200; `/flaky` answers 503 to the first attempt of 30% of
 /// jobs (chosen by job id) and 200 otherwise; `/slow` answers 200 after one second, `/hold5`
-/// after five.
+/// after five; `/fail` answers 500.
 final class BenchSink {
     let baseURL: String
     private let sink: HTTPSink?
@@ -41,6 +41,8 @@ final class BenchSink {
                     return .delayed(seconds: 1, status: 200, body: ok)
                 case "/hold5":
                     return .delayed(seconds: 5, status: 200, body: ok)
+                case "/fail":
+                    return .respond(status: 500, body: Array("broken\n".utf8))
                 default:
                     return .respond(status: 200, body: ok)
                 }
@@ -76,11 +78,15 @@ struct BenchRunner {
         return Array(text.utf8)
     }
 
-    func makeJobs(_ count: Int, path: String, queue: String, retrySchedule: [Double]? = nil) -> [[(Int, NewJob)]] {
+    /// `count` jobs for `path` on the sink; with `hosts`, job n goes to host name
+    /// `h<n % hosts>.localhost` on the sink's port (the worker resolves them with --resolve).
+    func makeJobs(
+        _ count: Int, path: String, queue: String, retrySchedule: [Double]? = nil, hosts: Int? = nil
+    ) -> [[(Int, NewJob)]] {
         var pieces: [[(Int, NewJob)]] = []
         var piece: [(Int, NewJob)] = []
         for n in 1...count {
-            var job = NewJob(url: sink.baseURL + path)
+            var job = NewJob(url: (hosts.map { hostURL(n % $0) } ?? sink.baseURL) + path)
             job.queue = queue
             job.body = Self.payload(n)
             job.headers = [("Content-Type", "application/json")]
@@ -97,8 +103,17 @@ struct BenchRunner {
 
     /// Clears a scenario's queue so reruns against the same database start empty.
     func reset(_ queue: String) throws {
-        _ = try connection.query("DELETE FROM courier.jobs WHERE queue = $1", [queue])
+        _ = try connection.query(BenchStatements.resetQueue, [queue])
     }
+
+    /// The sink under host name `h<n>.localhost`.
+    func hostURL(_ n: Int) -> String {
+        let port = URLComponents(string: sink.baseURL)?.port ?? 80
+        return "http://h\(n).localhost:\(port)"
+    }
+
+    /// Worker flags that send every `*.localhost` name to the sink.
+    static let resolveLocalhost = ["--resolve", "*.localhost=127.0.0.1"]
 
     func startWorker(queue: String, extra: [String] = []) throws -> WorkerProcess {
         let log = NSTemporaryDirectory() + "courier-bench-worker-\(getpid()).log"
@@ -135,15 +150,17 @@ struct BenchRunner {
 
     /// Bulk-enqueues into a paused queue, starts the worker, resumes, and times the drain.
     private func drainLike(name: String, queue: String, jobs: Int, path: String, retrySchedule: [Double]?,
-                           extraWorker: [String] = [], sample: ((WorkerProcess) -> Void)? = nil) throws -> (BenchResult, Double) {
+                           extraWorker: [String] = [], hosts: Int? = nil,
+                           sample: ((WorkerProcess) -> Void)? = nil) throws -> (BenchResult, Double) {
         try reset(queue)
         try store.setPaused(queue, true)
-        let pieces = makeJobs(jobs, path: path, queue: queue, retrySchedule: retrySchedule)
+        let pieces = makeJobs(jobs, path: path, queue: queue, retrySchedule: retrySchedule, hosts: hosts)
         let enqueueStart = Date()
         let report = try store.importJobs(pieces, skipInvalid: false)
         let enqueueSeconds = Date().timeIntervalSince(enqueueStart)
         guard report.inserted == jobs else { throw CLIError("bench: enqueued \(report.inserted) of \(jobs) jobs") }
-        let process = try startWorker(queue: queue, extra: extraWorker)
+        let metricsPort = (try? ThrowawayCluster.freePort()) ?? 0
+        let process = try startWorker(queue: queue, extra: extraWorker + ["--metrics-port", String(metricsPort)])
         defer { process.stop() }
         let before = process.stats
         let started = Date()
@@ -151,6 +168,7 @@ struct BenchRunner {
         _ = try connection.query(BenchStatements.wake, [queue])
         let finished = try waitForSucceeded(queue, count: jobs, started: started, sample: sample.map { f in { f(process) } })
         let after = process.stats
+        let counters = BenchMetrics.scrape(port: metricsPort)
         let seconds = finished.timeIntervalSince(started)
         let cpu = cpuPerThousand(before, after, jobs: jobs)
         let attempts: Int = try connection.query(BenchStatements.attemptCount, [queue])[0].decode(0)
@@ -158,14 +176,103 @@ struct BenchRunner {
         result.extra["attempts"] = attempts
         result.extra["enqueue_seconds"] = (enqueueSeconds * 1000).rounded() / 1000
         result.extra["enqueue_jobs_per_second"] = (Double(jobs) / enqueueSeconds).rounded()
+        if let claimed = counters["courier_jobs_claimed_total"], let claims = counters["courier_claims_total"] {
+            result.extra["claimed_per_delivery"] = (claimed / Double(attempts) * 1000).rounded() / 1000
+            result.extra["claims"] = Int(claims)
+            result.extra["deferred"] = Int(counters["courier_jobs_deferred_total"] ?? 0)
+        }
         return (result, enqueueSeconds)
     }
 
-    func drain(jobs: Int) throws -> BenchResult {
-        say("drain: \(Output.count(jobs)) jobs...")
-        var (result, enqueueSeconds) = try drainLike(name: "drain", queue: "bench-drain", jobs: jobs, path: "/hook", retrySchedule: nil)
-        result.detail = "bulk enqueue \(Output.count(Int(Double(jobs) / enqueueSeconds)))/s; \(Output.count(result.extra["attempts"] as? Int ?? 0)) attempt rows"
+    /// The jobs claimed per delivery and claim statements, as the detail column shows them.
+    private static func claimDetail(_ result: BenchResult) -> String {
+        guard let perDelivery = result.extra["claimed_per_delivery"] as? Double,
+            let claims = result.extra["claims"] as? Int
+        else { return "claims not scraped" }
+        return String(format: "%.3f claimed per delivery, %@ claims", perDelivery, Output.count(claims))
+    }
+
+    /// One fast host; `perHostLimit` nil runs the worker with its default.
+    func drain(jobs: Int, perHostLimit: Int? = nil) throws -> BenchResult {
+        let name = perHostLimit.map { "drain-limit\($0)" } ?? "drain"
+        say("\(name): \(Output.count(jobs)) jobs to one host...")
+        var (result, enqueueSeconds) = try drainLike(
+            name: name, queue: "bench-\(name)", jobs: jobs, path: "/hook", retrySchedule: nil,
+            extraWorker: perHostLimit.map { ["--per-host-limit", String($0)] } ?? [])
+        result.detail = "bulk enqueue \(Output.count(Int(Double(jobs) / enqueueSeconds)))/s; \(Self.claimDetail(result))"
         return result
+    }
+
+    /// The jobs spread over `hosts` host names, all on the sink.
+    func fanout(jobs: Int, hosts: Int) throws -> BenchResult {
+        say("fanout: \(Output.count(jobs)) jobs over \(Output.count(hosts)) hosts...")
+        var (result, _) = try drainLike(
+            name: "fanout", queue: "bench-fanout", jobs: jobs, path: "/hook", retrySchedule: nil,
+            extraWorker: Self.resolveLocalhost, hosts: hosts)
+        result.extra["hosts"] = hosts
+        result.detail = "\(Output.count(hosts)) hosts; \(Self.claimDetail(result))"
+        return result
+    }
+
+    /// Jobs at `rate` per second to 20 healthy hosts for `seconds`, first alone, then with as
+    /// many again to a host that answers 500 to everything: the healthy hosts' enqueue->start
+    /// latency in both runs, and what the failing host cost.
+    func failingHost(rate: Int, seconds: Double) throws -> BenchResult {
+        let healthyQueue = "bench-fh-healthy"
+        let failingQueue = "bench-fh-failing"
+        let count = max(1, Int(Double(rate) * seconds))
+        say("failing-host: \(Output.count(count)) jobs at \(rate)/s to 20 healthy hosts, without and with a failing host...")
+        try reset(failingQueue)
+        try connection.query(BenchStatements.resetDestination, ["failing.localhost"])
+        let process = try startWorker(queue: "\(healthyQueue),\(failingQueue)", extra: Self.resolveLocalhost)
+        defer { process.stop() }
+        let port = URLComponents(string: sink.baseURL)?.port ?? 80
+        func run(withFailing: Bool) throws -> [Double] {
+            try reset(healthyQueue)
+            let started = Date()
+            for n in 0..<count {
+                let due = started.addingTimeInterval(Double(n) / Double(rate))
+                let wait = due.timeIntervalSinceNow
+                if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+                try enqueueOne(url: hostURL(n % 20) + "/hook", queue: healthyQueue, n: n)
+                if withFailing { try enqueueOne(url: "http://failing.localhost:\(port)/fail", queue: failingQueue, n: n) }
+            }
+            _ = try waitForSucceeded(healthyQueue, count: count, started: started)
+            return try connection.query(BenchStatements.latencies, [healthyQueue]).rows.map { try $0.decode(0) }.sorted()
+        }
+        let alone = try run(withFailing: false)
+        let started = Date()
+        let beside = try run(withFailing: true)
+        let elapsed = Date().timeIntervalSince(started)
+        let failingAttempts: Int = try connection.query(BenchStatements.attemptCount, [failingQueue])[0].decode(0)
+        let breaker: String = try connection.query(BenchStatements.breakerState, ["failing.localhost"])[0].decode(0)
+        func p99(_ values: [Double]) -> Double {
+            values.isEmpty ? 0 : values[min(values.count - 1, Int((0.99 * Double(values.count - 1)).rounded()))]
+        }
+        let ratio = p99(beside) / max(p99(alone), 0.001)
+        var result = BenchResult(
+            name: "failing-host", jobs: count, seconds: elapsed, cpuPerThousand: nil, peakRSS: process.stats?.peakRSS,
+            detail: String(
+                format: "healthy start p99 %.1f ms alone, %.1f ms beside a failing host (%.2fx); failing host: %d jobs, %d attempts, breaker %@",
+                p99(alone), p99(beside), ratio, count, failingAttempts, breaker))
+        result.extra["healthy_start_ms_p99_alone"] = (p99(alone) * 100).rounded() / 100
+        result.extra["healthy_start_ms_p99_beside_failing"] = (p99(beside) * 100).rounded() / 100
+        result.extra["healthy_p99_ratio"] = (ratio * 100).rounded() / 100
+        result.extra["failing_jobs"] = count
+        result.extra["failing_attempts"] = failingAttempts
+        result.extra["failing_breaker"] = breaker
+        return result
+    }
+
+    private func enqueueOne(url: String, queue: String, n: Int) throws {
+        var job = NewJob(url: url)
+        job.queue = queue
+        job.body = Self.payload(n)
+        job.headers = [("Content-Type", "application/json")]
+        _ = try connection.queryCached(
+            AdminStatements.enqueueOne,
+            [job.url, job.body, job.method, PostgresJSON(job.headersJSON), job.queue, job.runAt, job.maxAttempts,
+             job.idempotencyKey, job.priority, job.delaySeconds, job.retrySchedule.map { PostgresArray($0) }])
     }
 
     func flaky(jobs: Int) throws -> BenchResult {
@@ -250,14 +357,7 @@ struct BenchRunner {
             let due = started.addingTimeInterval(Double(n) / Double(rate))
             let wait = due.timeIntervalSinceNow
             if wait > 0 { Thread.sleep(forTimeInterval: wait) }
-            var job = NewJob(url: sink.baseURL + "/hook")
-            job.queue = queue
-            job.body = Self.payload(n)
-            job.headers = [("Content-Type", "application/json")]
-            _ = try connection.queryCached(
-                AdminStatements.enqueueOne,
-                [job.url, job.body, job.method, PostgresJSON(job.headersJSON), job.queue, job.runAt, job.maxAttempts,
-                 job.idempotencyKey, job.priority, job.delaySeconds, job.retrySchedule.map { PostgresArray($0) }])
+            try enqueueOne(url: sink.baseURL + "/hook", queue: queue, n: n)
         }
         let finished = try waitForSucceeded(queue, count: count, started: started)
         let after = process.stats
@@ -313,7 +413,10 @@ struct BenchRunner {
                     defer { connection.close() }
                     let store = JobStore(connection: connection, workerID: "bench-ceiling/\(index)")
                     while true {
-                        let claimed = try store.claim(queues: [queue], limit: batchSize, leaseMilliseconds: 60_000)
+                        // No cap: this measures the statements, and a connection that finds the host
+                        // at its cap would take an empty claim for the end of the queue.
+                        let claimed = try store.claim(
+                            queues: [queue], limit: batchSize, leaseMilliseconds: 60_000, perHostLimit: 1_000_000)
                         if claimed.isEmpty { break }
                         let now = Date()
                         try store.complete(claimed.map {

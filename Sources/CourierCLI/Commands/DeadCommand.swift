@@ -12,6 +12,7 @@ struct DeadCommand: ParsableCommand {
               courier dead list --since 1d
               courier dead show 42
               courier dead requeue 42
+              courier dead requeue --all --queue billing --url-contains hooks.example.com --dry-run
             """,
         subcommands: [List.self, Show.self, Requeue.self]
     )
@@ -23,6 +24,10 @@ struct DeadCommand: ParsableCommand {
                 Examples:
                   courier dead list --queue billing --since 1d
                   courier dead list --error-contains 'HTTP 410' --json
+                  courier dead list --url-contains hooks.example.com --failed-before 2026-11-20T00:00:00Z
+
+                Text filters match literally (% and _ are no wildcards). When more jobs match
+                than --limit shows, a last line says so (on stderr with --json).
 
                 SQL: SELECT id, url, finished_at, last_error FROM courier.jobs
                      WHERE state = 'dead' ORDER BY id DESC LIMIT 50;
@@ -30,32 +35,23 @@ struct DeadCommand: ParsableCommand {
         )
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var output: OutputOptions
-        @Option(help: "Only this queue.")
-        var queue: String?
-        @Option(help: ArgumentHelp("Only jobs that died since: a duration ago (2h, 7d) or an ISO 8601 time.", valueName: "time"))
-        var since: String?
-        @Option(name: .customLong("error-contains"), help: "Only jobs whose last error contains this text.")
-        var errorContains: String?
-        @Option(name: .customLong("url-contains"), help: "Only jobs whose URL contains this text.")
-        var urlContains: String?
-        @Option(help: "At most this many rows (default 50).")
-        var limit: Int = 50
-
-        func validate() throws {
-            if limit < 1 { throw CLIError.usage("--limit must be at least 1") }
-        }
+        @OptionGroup var filters: DeadFilterOptions
+        @OptionGroup var limit: LimitOption
 
         func run() throws {
+            let dead = try filters.filter()
             var filter = JobFilter()
             filter.state = .dead
-            filter.queue = queue
-            filter.finishedSince = try parseSince(since)
-            filter.errorContains = errorContains
-            filter.urlContains = urlContains
-            filter.limit = limit
+            filter.queue = dead.queue
+            filter.finishedSince = dead.failedAfter
+            filter.finishedBefore = dead.failedBefore
+            filter.errorContains = dead.errorContains
+            filter.urlContains = dead.urlContains
             let connection = try database.connect()
             defer { connection.close() }
-            try JobsOutput.printList(try AdminStore(connection: connection).listJobs(filter), json: output.json, showError: true)
+            let store = AdminStore(connection: connection)
+            try QueueCheck.requireKnown(dead.queue, store: store)
+            try JobsOutput.printList(store, filter, limit: limit, json: output.json, showError: true)
         }
     }
 
@@ -81,13 +77,17 @@ struct DeadCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Move dead jobs back to pending with fresh attempts; their history stays.",
             discussion: """
-                By id, or every dead job matching filters with --all. Large sets are moved in
-                batches, each its own short transaction, with progress on a terminal. More than
-                10 jobs need confirmation on a terminal, or --yes.
+                By id, or every dead job matching filters with --all (the filters of
+                `courier dead list`; text filters match literally). --all first counts what
+                matches and says so: on a terminal it asks, in scripts --yes is required, and
+                --dry-run only prints the count. Large sets are moved in batches, each its own
+                short transaction, with progress on a terminal. More than 10 ids at once need
+                confirmation too.
 
                 Examples:
                   courier dead requeue 41 42
-                  courier dead requeue --all --queue billing --since 6h --error-contains 'HTTP 503' --yes
+                  courier dead requeue --all --queue billing --since 6h --error-contains 'HTTP 503' --dry-run
+                  courier dead requeue --all --url-contains hooks.example.com --failed-before 2026-11-20T00:00:00Z --yes
 
                 SQL: UPDATE courier.jobs SET state = 'pending', attempt = 0, run_at = now(), finished_at = NULL
                      WHERE state = 'dead' AND queue = 'billing';
@@ -99,23 +99,20 @@ struct DeadCommand: ParsableCommand {
         var ids: [String] = []
         @Flag(help: "Requeue every dead job matching the filters.")
         var all = false
-        @Option(help: "With --all: only this queue.")
-        var queue: String?
-        @Option(help: ArgumentHelp("With --all: only jobs that died since (2h, 7d, or ISO 8601).", valueName: "time"))
-        var since: String?
-        @Option(name: .customLong("error-contains"), help: "With --all: only jobs whose last error contains this text.")
-        var errorContains: String?
-        @Flag(help: "Do not ask for confirmation.")
-        var yes = false
+        @OptionGroup var filters: DeadFilterOptions
+        @OptionGroup var bulk: BulkChangeOptions
         @Option(name: .customLong("batch-size"), help: "Jobs per transaction (default 1000).")
         var batchSize: Int = 1000
 
         func validate() throws {
             if all && !ids.isEmpty { throw CLIError.usage("give job ids or --all, not both") }
             if !all && ids.isEmpty { throw CLIError.usage("give dead job ids, or --all with filters") }
-            if !all && (queue != nil || since != nil || errorContains != nil) {
-                throw CLIError.usage("--queue, --since and --error-contains filter --all")
+            if !all && filters.isGiven {
+                throw CLIError.usage(
+                    "--queue, --since, --failed-after, --failed-before, --error-contains and --url-contains "
+                        + "filter --all")
             }
+            if !all && bulk.dryRun { throw CLIError.usage("--dry-run applies to --all") }
             if batchSize < 1 { throw CLIError.usage("--batch-size must be at least 1") }
         }
 
@@ -126,27 +123,68 @@ struct DeadCommand: ParsableCommand {
         private func requeueByID() throws {
             try JobsOutput.change(
                 JobIDs(ids: ids), database: database, json: output.json, verb: "requeued", allowed: "dead",
-                confirmingWith: yes
+                confirmingWith: bulk.yes
             ) { try $0.requeueDead($1) }
         }
 
         private func requeueMatching() throws {
-            let sinceDate = try parseSince(since)
+            let filter = try filters.filter()
             let connection = try database.connect()
             defer { connection.close() }
             let store = AdminStore(connection: connection)
-            let (count, maxID) = try store.countDead(queue: queue, since: sinceDate, errorContains: errorContains)
-            guard count > 0 else {
-                if output.json { try Output.json(["requeued": 0]) } else { print("No dead jobs match.") }
-                return
+            try QueueCheck.requireKnown(filter.queue, store: store)
+            let (count, maxID) = try store.countDead(filter)
+            let what = "dead jobs (\(DeadFilterOptions.describe(filter)))"
+            try bulk.run(verb: "requeue", done: "requeued", count: count, what: what, json: output.json) { progress in
+                try store.requeueDead(filter, maxID: maxID, batchSize: batchSize, progress: progress)
             }
-            try confirm("Requeue \(Output.count(count)) dead jobs?", count: count, yes: yes)
-            let progress = ProgressLine("requeued", total: count)
-            let moved = try store.requeueDead(
-                queue: queue, since: sinceDate, errorContains: errorContains, maxID: maxID, batchSize: batchSize,
-                progress: { progress.update($0) })
-            progress.finish(moved)
-            if output.json { try Output.json(["requeued": moved]) } else { print("Requeued \(Output.count(moved)) dead jobs.") }
         }
+    }
+}
+
+/// The filters of `dead list` and `dead requeue --all`: the same words select the same jobs,
+/// so an operator can list first and requeue the very same set.
+struct DeadFilterOptions: ParsableArguments {
+    @Option(help: "Only this queue.")
+    var queue: String?
+    @Option(
+        name: [.customLong("since"), .customLong("failed-after")],
+        help: ArgumentHelp(
+            "Only jobs that died at or after: a duration ago (2h, 7d) or an ISO 8601 time.", valueName: "time"))
+    var since: String?
+    @Option(
+        name: .customLong("failed-before"),
+        help: ArgumentHelp(
+            "Only jobs that died before: a duration ago (2h, 7d) or an ISO 8601 time.", valueName: "time"))
+    var failedBefore: String?
+    @Option(name: .customLong("error-contains"), help: "Only jobs whose last error contains this text (literally).")
+    var errorContains: String?
+    @Option(name: .customLong("url-contains"), help: "Only jobs whose URL contains this text (literally).")
+    var urlContains: String?
+
+    /// Whether any filter was given.
+    var isGiven: Bool {
+        queue != nil || since != nil || failedBefore != nil || errorContains != nil || urlContains != nil
+    }
+
+    /// The filter, times parsed.
+    func filter() throws -> DeadJobFilter {
+        var filter = DeadJobFilter()
+        filter.queue = queue
+        filter.failedAfter = try parseSince(since, flag: "--since")
+        filter.failedBefore = try parseSince(failedBefore, flag: "--failed-before")
+        filter.errorContains = errorContains
+        filter.urlContains = urlContains
+        return filter
+    }
+
+    /// A filter as the confirmation line shows it, times resolved (`died before 2h` could be
+    /// read either way; a time cannot).
+    static func describe(_ filter: DeadJobFilter) -> String {
+        describeFilters([
+            ("queue", filter.queue), ("died since", filter.failedAfter.map { Output.timestamp($0) }),
+            ("died before", filter.failedBefore.map { Output.timestamp($0) }),
+            ("error contains", filter.errorContains), ("URL contains", filter.urlContains),
+        ])
     }
 }

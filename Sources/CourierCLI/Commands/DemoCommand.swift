@@ -26,9 +26,7 @@ struct DemoCommand: ParsableCommand {
     var timeout: String = "60s"
 
     func run() throws {
-        guard let limit = DurationParser.seconds(timeout) else {
-            throw CLIError.usage("--timeout: \(timeout.debugDescription) is not a duration (use e.g. 30s, 2m)")
-        }
+        let limit = try parseDuration(timeout, flag: "--timeout")
         print("Starting a throwaway PostgreSQL cluster...")
         let cluster = try ThrowawayCluster()
         defer { cluster.stop() }

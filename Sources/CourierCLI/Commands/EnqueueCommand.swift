@@ -47,7 +47,7 @@ struct EnqueueCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The body: inline text, @file, or - for stdin. JSON gets Content-Type: application/json.", valueName: "data"))
     var data: String?
 
-    @Option(help: "Queue name (default 'default').")
+    @Option(help: "Queue name (default 'default'); a new name is allowed, with a warning if close to an existing one.")
     var queue: String = "default"
 
     @Option(help: ArgumentHelp("Wait this long before the first attempt (30s, 5m, 2h).", valueName: "duration"))
@@ -138,8 +138,21 @@ struct EnqueueCommand: ParsableCommand {
 
         let connection = try database.connect()
         defer { connection.close() }
-        let id = try AdminStore(connection: connection).enqueue(job)
+        let store = AdminStore(connection: connection)
+        let newQueue = try !store.queueExists(queue)
+        let id = try store.enqueue(job)
         if output.json { try Output.json(["id": id]) } else { print(id) }
+        if newQueue { Self.warnIfTypo(queue, store: store) }
+    }
+
+    /// Enqueueing into a queue that does not exist yet is allowed, as with `courier.enqueue`
+    /// (and Oban's and River's inserts): a producer may start before the queue has settings,
+    /// and a worker without `--queues` works every queue. A name one typo away from an
+    /// existing queue is worth a warning, though, since its settings do not apply.
+    static func warnIfTypo(_ queue: String, store: AdminStore) {
+        guard let names = QueueCheck.closeMatches(for: queue, store: store) else { return }
+        let shown = Redaction.text(queue).debugDescription
+        MainOutput.error("warning: queue \(shown) is new (did you mean \(names)?); the job was enqueued there")
     }
 
     private func readData(_ argument: String) throws -> [UInt8] {

@@ -12,6 +12,7 @@ struct JobsCommand: ParsableCommand {
               courier jobs list --state retrying
               courier jobs show 42
               courier jobs cancel 41 42
+              courier jobs cancel --all --queue billing --url-contains old.example.com --dry-run
             """,
         subcommands: [List.self, Show.self, Cancel.self, Retry.self]
     )
@@ -23,6 +24,9 @@ struct JobsCommand: ParsableCommand {
                 Examples:
                   courier jobs list --state retrying --queue billing
                   courier jobs list --url-contains example.com --since 2h --limit 20 --json
+
+                Text filters match literally. When more jobs match than --limit shows, a last
+                line says so (on stderr with --json).
 
                 SQL: SELECT id, state, url, attempt, last_error FROM courier.jobs
                      WHERE state = 'retrying' AND queue = 'billing' ORDER BY id DESC LIMIT 50;
@@ -38,12 +42,7 @@ struct JobsCommand: ParsableCommand {
         var urlContains: String?
         @Option(help: ArgumentHelp("Only jobs created since: a duration ago (2h, 7d) or an ISO 8601 time.", valueName: "time"))
         var since: String?
-        @Option(help: "At most this many rows (default 50).")
-        var limit: Int = 50
-
-        func validate() throws {
-            if limit < 1 { throw CLIError.usage("--limit must be at least 1") }
-        }
+        @OptionGroup var limit: LimitOption
 
         func run() throws {
             var filter = JobFilter()
@@ -51,11 +50,11 @@ struct JobsCommand: ParsableCommand {
             filter.queue = queue
             filter.urlContains = urlContains
             filter.createdSince = try parseSince(since)
-            filter.limit = limit
             let connection = try database.connect()
             defer { connection.close() }
-            let jobs = try AdminStore(connection: connection).listJobs(filter)
-            try JobsOutput.printList(jobs, json: output.json, showError: false)
+            let store = AdminStore(connection: connection)
+            try QueueCheck.requireKnown(queue, store: store)
+            try JobsOutput.printList(store, filter, limit: limit, json: output.json, showError: false)
         }
     }
 
@@ -82,14 +81,22 @@ struct JobsCommand: ParsableCommand {
 
     struct Cancel: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Cancel pending or retrying jobs.",
+            abstract: "Cancel pending or retrying jobs, by id or by filter.",
             discussion: """
                 A running job cannot be cancelled (its request is in flight); a finished one has
                 nothing left to cancel. Each id that could not be cancelled is named with why.
                 Exit code 3 when an id does not exist, 1 when a job could not be cancelled.
 
-                Example:
+                With --all, every pending or retrying job matching the filters is cancelled
+                (text filters match literally). It first counts what matches and says so: on
+                a terminal it asks, in scripts --yes is required, and --dry-run only prints the
+                count. Jobs are cancelled in batches, each its own short transaction; jobs
+                enqueued after the count are not touched.
+
+                Examples:
                   courier jobs cancel 41 42 43
+                  courier jobs cancel --all --queue billing --url-contains old.example.com --dry-run
+                  courier jobs cancel --all --queue billing --state retrying --yes
 
                 SQL: UPDATE courier.jobs SET state = 'cancelled', finished_at = now()
                      WHERE id IN (41, 42, 43) AND state IN ('pending', 'retrying');
@@ -97,11 +104,61 @@ struct JobsCommand: ParsableCommand {
         )
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var output: OutputOptions
-        @OptionGroup var jobs: JobIDs
+        @Argument(help: "Job ids.")
+        var ids: [String] = []
+        @Flag(help: "Cancel every pending or retrying job matching the filters.")
+        var all = false
+        @Option(help: "With --all: only jobs in this state (pending or retrying).")
+        var state: JobState?
+        @Option(help: "With --all: only this queue.")
+        var queue: String?
+        @Option(
+            name: .customLong("url-contains"), help: "With --all: only jobs whose URL contains this text (literally).")
+        var urlContains: String?
+        @Option(
+            help: ArgumentHelp(
+                "With --all: only jobs created since: a duration ago (2h) or an ISO 8601 time.", valueName: "time"))
+        var since: String?
+        @OptionGroup var bulk: BulkChangeOptions
+        @Option(name: .customLong("batch-size"), help: "With --all: jobs per transaction (default 1000).")
+        var batchSize: Int = 1000
+
+        func validate() throws {
+            if all && !ids.isEmpty { throw CLIError.usage("give job ids or --all, not both") }
+            if !all && ids.isEmpty { throw CLIError.usage("give job ids, or --all with filters") }
+            if !all && (state != nil || queue != nil || urlContains != nil || since != nil || bulk.dryRun || bulk.yes) {
+                throw CLIError.usage("--state, --queue, --url-contains, --since, --dry-run and --yes go with --all")
+            }
+            if let state, state != .pending && state != .retrying {
+                throw CLIError.usage("--state: only pending or retrying jobs can be cancelled, not \(state.rawValue)")
+            }
+            if batchSize < 1 { throw CLIError.usage("--batch-size must be at least 1") }
+        }
 
         func run() throws {
-            try JobsOutput.change(jobs, database: database, json: output.json, verb: "cancelled", allowed: "pending or retrying") {
-                try $0.cancel($1)
+            guard all else {
+                try JobsOutput.change(
+                    JobIDs(ids: ids), database: database, json: output.json, verb: "cancelled",
+                    allowed: "pending or retrying"
+                ) { try $0.cancel($1) }
+                return
+            }
+            var filter = CancelFilter()
+            filter.state = state
+            filter.queue = queue
+            filter.urlContains = urlContains
+            filter.createdSince = try parseSince(since)
+            let connection = try database.connect()
+            defer { connection.close() }
+            let store = AdminStore(connection: connection)
+            try QueueCheck.requireKnown(queue, store: store)
+            let (count, maxID) = try store.countCancellable(filter)
+            let what = "\(state?.rawValue ?? "pending or retrying") jobs (" + describeFilters([
+                ("queue", queue), ("URL contains", urlContains),
+                ("created since", filter.createdSince.map { Output.timestamp($0) }),
+            ]) + ")"
+            try bulk.run(verb: "cancel", done: "cancelled", count: count, what: what, json: output.json) { progress in
+                try store.cancel(filter, maxID: maxID, batchSize: batchSize, progress: progress)
             }
         }
     }
@@ -110,7 +167,8 @@ struct JobsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Run pending or retrying jobs now instead of at their run_at.",
             discussion: """
-                For a dead job use `courier dead requeue`.
+                For a dead job use `courier dead requeue`. A job that is running, succeeded or
+                cancelled is left alone, with a line saying why and what to do instead.
 
                 Example:
                   courier jobs retry 42
@@ -127,6 +185,40 @@ struct JobsCommand: ParsableCommand {
                 try $0.retryNow($1)
             }
         }
+    }
+}
+
+extension JobsOutput {
+    /// Why nothing happened to a job in `state`, and what would do what the operator wanted.
+    static func hint(verb: String, state: JobState, id: Int64) -> String? {
+        if verb == "cancelled" {
+            switch state {
+            case .succeeded, .dead: return "it is finished; nothing is left to cancel"
+            case .cancelled: return "it is cancelled already"
+            case .running: return "its request is in flight now and its outcome will be recorded"
+            case .pending, .retrying: return nil
+            }
+        }
+        switch state {
+        case .succeeded: return "it was delivered already; enqueue a new job to send it again"
+        case .cancelled: return "it was cancelled; enqueue a new job to send it"
+        case .dead: return verb == "requeued" ? nil : "use courier dead requeue \(id) to try it again"
+        case .running: return "it is being delivered right now"
+        case .pending, .retrying:
+            return verb == "requeued" ? "it is waiting already; courier jobs retry \(id) runs it now" : nil
+        }
+    }
+}
+
+/// `--limit` of the list commands.
+struct LimitOption: ParsableArguments {
+    // `.unconditional` so `--limit -1` reaches `validate()` and gets its own message instead of
+    // "missing value" (the parser would take `-1` for a flag).
+    @Option(parsing: .unconditional, help: "At most this many rows, at least 1 (default 50).")
+    var limit: Int = 50
+
+    func validate() throws {
+        if limit < 1 { throw CLIError.usage("--limit must be at least 1, got \(limit)") }
     }
 }
 
@@ -186,15 +278,31 @@ enum JobsOutput {
         ]
     }
 
-    static func printList(_ jobs: [JobSummary], json: Bool, showError: Bool) throws {
+    /// Lists the jobs of `filter`, at most `limit`, and says when more matched: one row more
+    /// than shown is asked for, so the note costs nothing extra.
+    static func printList(
+        _ store: AdminStore, _ filter: JobFilter, limit: LimitOption, json: Bool, showError: Bool
+    ) throws {
+        var filter = filter
+        filter.limit = limit.limit == Int.max ? limit.limit : limit.limit + 1
+        let found = try store.listJobs(filter)
+        let jobs = Array(found.prefix(limit.limit))
+        let cut = found.count > jobs.count
+        let shown = "showing the newest \(Output.count(jobs.count)) (raise --limit or narrow the filters)"
         if json {
             try Output.json(jobs.map(summaryJSON))
+            if cut { MainOutput.error("note: more jobs match: \(shown)") }
             return
         }
         guard !jobs.isEmpty else {
             print("No jobs match.")
             return
         }
+        printTable(jobs, showError: showError)
+        if cut { print("\nMore jobs match: \(shown).") }
+    }
+
+    static func printTable(_ jobs: [JobSummary], showError: Bool) {
         var rows = [["ID", "STATE", "QUEUE", "ATTEMPTS", "METHOD", "URL", showError ? "DIED" : "RUN AT / FINISHED", "LAST"]]
         for job in jobs {
             var last = job.lastStatus.map { "HTTP \($0)" } ?? ""
@@ -212,7 +320,8 @@ enum JobsOutput {
 
     static func printDetail(_ job: JobDetail, json: Bool) throws {
         let s = job.summary
-        let bodyText = job.body.map { Redaction.text(String(decoding: $0.prefix(2000), as: UTF8.self)) }
+        // Bodies and response excerpts may be binary: escaped, never raw (see `Output.escaped`).
+        let bodyText = job.body.map { Output.escaped($0.prefix(2000)) }
         if json {
             var object = summaryJSON(s)
             object["headers"] = job.headers.map { ["name": Redaction.text($0.0), "value": $0.1] }
@@ -231,7 +340,8 @@ enum JobsOutput {
                     "status": Output.orNull(attempt.status),
                     "error": Output.orNull(attempt.error.map(Redaction.message)),
                     "worker": Redaction.text(attempt.worker),
-                    "response_excerpt": Output.orNull(attempt.responseExcerpt.map(Redaction.message)),
+                    "response_excerpt": Output.orNull(
+                        attempt.responseExcerpt.map { Redaction.message(Output.escaped($0)) }),
                 ]
             }
             try Output.json(object)
@@ -245,7 +355,7 @@ enum JobsOutput {
             lines.append("  header       \(Redaction.text(name)): \(Output.oneLine(value))")
         }
         if let body = job.body {
-            lines.append("  body         \(body.count) bytes: \(Output.clip(Output.oneLine(bodyText ?? ""), 200))")
+            lines.append("  body         \(body.count) bytes: \(Output.clip(bodyText ?? "", 200))")
         }
         lines.append("  attempts     \(s.attempt) of \(s.maxAttempts), retry schedule \(Output.schedule(job.retrySchedule))")
         lines.append("  created      \(Output.timestamp(s.createdAt))")
@@ -271,6 +381,12 @@ enum JobsOutput {
             ])
         }
         print(TextTable.render(rows))
+        let responses = job.attempts.compactMap { attempt in
+            attempt.responseExcerpt.map {
+                "  #\(attempt.attempt) response: \(Output.clip(Redaction.message(Output.escaped($0)), 200))"
+            }
+        }
+        if !responses.isEmpty { print("\n" + responses.joined(separator: "\n")) }
     }
 
     /// Prints what happened to each id and picks the exit code: 3 when an id does not exist,
@@ -288,7 +404,10 @@ enum JobsOutput {
             if !changed.isEmpty { print("\(verb): \(changed.map(String.init).joined(separator: " "))") }
         }
         for change in refused {
-            MainOutput.error("job \(change.id): not \(verb): it is \(change.previousState!.rawValue) (only \(allowed) jobs)")
+            let state = change.previousState!
+            var line = "job \(change.id): not \(verb): it is \(state.rawValue) (only \(allowed) jobs)"
+            if let hint = hint(verb: verb, state: state, id: change.id) { line += "; \(hint)" }
+            MainOutput.error(line)
         }
         for id in missing { MainOutput.error("job \(id): no such job") }
         if !missing.isEmpty {

@@ -67,8 +67,13 @@ struct QueuesCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Stop workers from claiming jobs of a queue (running jobs finish).",
             discussion: """
-                Example:
+                A name with neither settings nor jobs is refused (exit code 3, naming close
+                matches), so a typo cannot create a new, paused queue; --create pauses a queue
+                before its first job arrives.
+
+                Examples:
                   courier queues pause billing
+                  courier queues pause invoices --create
 
                 SQL: INSERT INTO courier.queues (name, paused) VALUES ('billing', true)
                      ON CONFLICT (name) DO UPDATE SET paused = true;
@@ -78,8 +83,10 @@ struct QueuesCommand: ParsableCommand {
         @OptionGroup var output: OutputOptions
         @Argument(help: "Queue name.")
         var name: String
+        @Flag(help: "Create the queue's settings when it has none and no jobs yet.")
+        var create = false
 
-        func run() throws { try setPaused(database, output, name, true) }
+        func run() throws { try setPaused(database, output, name, true, create: create) }
     }
 
     struct Resume: ParsableCommand {
@@ -95,13 +102,20 @@ struct QueuesCommand: ParsableCommand {
         @Argument(help: "Queue name.")
         var name: String
 
-        func run() throws { try setPaused(database, output, name, false) }
+        func run() throws { try setPaused(database, output, name, false, create: false) }
     }
 
-    static func setPaused(_ database: DatabaseOptions, _ output: OutputOptions, _ name: String, _ paused: Bool) throws {
+    static func setPaused(
+        _ database: DatabaseOptions, _ output: OutputOptions, _ name: String, _ paused: Bool, create: Bool
+    ) throws {
         let connection = try database.connect()
         defer { connection.close() }
-        try AdminStore(connection: connection).setPaused(name, paused)
+        let store = AdminStore(connection: connection)
+        if !create {
+            let hint = paused ? "pass --create to pause a new queue" : nil
+            try QueueCheck.requireKnown(name, store: store, createHint: hint)
+        }
+        try store.setPaused(name, paused)
         if output.json { try Output.json(["name": name, "paused": paused]) } else {
             print("Queue \(name) \(paused ? "paused" : "resumed").")
         }
@@ -118,6 +132,10 @@ struct QueuesCommand: ParsableCommand {
                   courier queues set billing --max-attempts 5 --retry-schedule 10s,1m,10m,1h
                   courier queues set billing --signing-secret-file /etc/courier/billing.secret
                   courier queues set billing --max-in-flight default --clear-signing-secret
+                  courier queues set invoices --create --max-attempts 3
+
+                A name with neither settings nor jobs is refused (exit code 3, naming close
+                matches) unless --create is given.
 
                 SQL: UPDATE courier.queues SET max_attempts = 5 WHERE name = 'billing';
                 """
@@ -136,6 +154,8 @@ struct QueuesCommand: ParsableCommand {
         var clearSigningSecret = false
         @Option(name: .customLong("max-in-flight"), help: "Most deliveries of this queue in flight per worker, or 'default'.")
         var maxInFlight: String?
+        @Flag(help: "Create the queue's settings when it has none and no jobs yet.")
+        var create = false
         @OptionGroup var keep: KeepOptions
 
         func run() throws {
@@ -158,6 +178,9 @@ struct QueuesCommand: ParsableCommand {
             let connection = try database.connect()
             defer { connection.close() }
             let store = AdminStore(connection: connection)
+            if !create {
+                try QueueCheck.requireKnown(name, store: store, createHint: "pass --create to set up a new queue")
+            }
             if !change.isEmpty { try store.update(name, change) }
             try store.updateRetention(name, retention)
             let settings = try store.queues().first { $0.name == name }

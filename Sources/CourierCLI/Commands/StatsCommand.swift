@@ -11,7 +11,9 @@ struct StatsCommand: ParsableCommand {
             Unfinished and dead jobs are counted exactly through the indexes; totals of
             succeeded and cancelled jobs are the planner's estimates, so the command stays fast
             on tables of millions of rows. LAG is the age of the oldest due job. Latency
-            percentiles cover the 10,000 most recent attempts of the last 15 minutes.
+            percentiles cover the 10,000 most recent attempts of the last 15 minutes. With
+            --watch the table is redrawn in place on a terminal; into a pipe or file each
+            snapshot is appended as plain text (one JSON document per line with --json).
 
             Examples:
               courier stats
@@ -37,11 +39,19 @@ struct StatsCommand: ParsableCommand {
             let report = try store.stats()
             if output.json {
                 try Output.json(Self.json(report))
-            } else {
-                if watch && Output.stdoutIsTerminal { print("\u{1B}[H\u{1B}[2J", terminator: "") }
-                if watch { print("courier stats  \(Output.timestamp(Date()))  (every \(Output.duration(every)), Ctrl-C to stop)\n") }
+            } else if watch && Output.stdoutIsTerminal {
+                // Redraw in place only on a terminal; into a pipe or file each snapshot is
+                // appended as plain text under its own time, with no cursor codes.
+                print("\u{1B}[H\u{1B}[2J", terminator: "")
+                print("courier stats  \(Output.timestamp(Date()))  (every \(Output.duration(every)), Ctrl-C to stop)\n")
                 print(Self.render(report))
+            } else {
+                if watch { print("courier stats  \(Output.timestamp(Date()))") }
+                print(Self.render(report))
+                if watch { print("") }
             }
+            // A pipe is block-buffered: without this, `stats --watch | tee` shows nothing for minutes.
+            fflush(nil)
             if watch { Thread.sleep(forTimeInterval: max(every, 0.2)) }
         } while watch
     }

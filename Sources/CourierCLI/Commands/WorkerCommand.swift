@@ -35,7 +35,7 @@ struct WorkerCommand: ParsableCommand {
     @Option(name: .customLong("batch-size"), help: "The most jobs one claim takes (default 100).")
     var batchSize: Int?
 
-    @Option(name: .customLong("per-host-limit"), help: "Deliveries in flight to one host at once (default 32).")
+    @Option(name: .customLong("per-host-limit"), help: "Requests in flight to one host at once across all workers, for hosts without their own cap (`courier hosts set`) (default 100).")
     var perHostLimit: Int?
 
     @Option(name: .customLong("poll-interval"), help: "Claim at least this often without a notification (default 1s).")
@@ -65,11 +65,29 @@ struct WorkerCommand: ParsableCommand {
     @Flag(name: .customLong("allow-private-targets"), help: "Allow deliveries to private, loopback and link-local addresses.")
     var allowPrivateTargets = false
 
+    @Option(
+        name: .customLong("resolve"),
+        help: "NAME=ADDRESS: answer DNS for NAME (or *.SUFFIX) with ADDRESS, like curl --resolve (repeatable).")
+    var resolve: [String] = []
+
     @Option(name: .customLong("metrics-port"), help: "Serve Prometheus metrics on 127.0.0.1:<port>/metrics.")
     var metricsPort: Int?
 
+    @Option(
+        name: .customLong("metrics-address"),
+        help: "Serve Prometheus metrics on HOST:PORT/metrics (e.g. 0.0.0.0:9464 for a scraper on another host).")
+    var metricsAddress: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (default info).")
     var logLevel: String?
+
+    @Option(
+        name: .customLong("log-format"),
+        help: "auto (journal under systemd, else text), text, json or journal (<N> priority prefixes).")
+    var logFormat: String?
+
+    @Option(name: .customLong("summary-interval"), help: "How often to log an info summary of outcomes (default 1m).")
+    var summaryInterval: String?
 
     @Option(name: .customLong("worker-id"), help: "Worker id written to locked_by (default hostname:pid).")
     var workerID: String?
@@ -91,7 +109,8 @@ struct WorkerCommand: ParsableCommand {
         func duration(_ flag: String?, _ name: String, _ option: String) throws -> Double? {
             guard let text = value(flag, name) else { return nil }
             guard let seconds = DurationParser.seconds(text) else {
-                throw CLIError.usage("--\(option): \(text.debugDescription) is not a duration (use e.g. 500ms, 30s, 5m, 2h, 7d)")
+                let source = flag == nil ? "COURIER_\(name)" : "--\(option)"
+                throw CLIError.usage(DurationParser.message(text, flag: source))
             }
             return seconds
         }
@@ -127,15 +146,44 @@ struct WorkerCommand: ParsableCommand {
         if let v = try duration(connectTimeout, "CONNECT_TIMEOUT", "connect-timeout") { http.connectTimeout = v }
         http.allowPrivateTargets = allowPrivateTargets || env["COURIER_ALLOW_PRIVATE_TARGETS"] == "true"
         http.maximumConnectionsPerHost = config.perHostLimit
+        if !resolve.isEmpty {
+            let entries = try resolve.map { text -> OverrideResolver.Entry in
+                guard let entry = OverrideResolver.Entry(text) else {
+                    throw CLIError.usage("--resolve: \(text.debugDescription) is not NAME=ADDRESS (e.g. *.localhost=127.0.0.1)")
+                }
+                return entry
+            }
+            http.resolver = OverrideResolver(entries: entries)
+        }
         let level = value(logLevel, "LOG_LEVEL") ?? "info"
         guard let parsedLevel = Logger.Level(rawValue: level) else {
             throw CLIError.usage("--log-level: unknown level \(level.debugDescription) (trace, debug, info, notice, warning, error)")
         }
         let port = try integer(metricsPort, "METRICS_PORT", "metrics-port")
+        var metricsAt: (host: String, port: Int)? = port.map { ("127.0.0.1", $0) }
+        if let text = value(metricsAddress, "METRICS_ADDRESS") {
+            guard let parsed = MetricsServer.parseAddress(text) else {
+                throw CLIError.usage("--metrics-address: \(text.debugDescription) is not HOST:PORT (e.g. 127.0.0.1:9464)")
+            }
+            // The address wins: a per-instance address (a templated unit's own environment file)
+            // overrides a port set for every instance.
+            metricsAt = parsed
+        }
 
+        let summary = max(1, try duration(summaryInterval, "SUMMARY_INTERVAL", "summary-interval") ?? 60)
+        let formatName = value(logFormat, "LOG_FORMAT") ?? "auto"
+        let format: LogFormat
+        if formatName == "auto" {
+            format = LogFormat.detect(journalStream: env["JOURNAL_STREAM"], stderrIdentity: LogFormat.stderrIdentity())
+        } else if let chosen = LogFormat(rawValue: formatName) {
+            format = chosen
+        } else {
+            throw CLIError.usage("--log-format: unknown format \(formatName.debugDescription) (auto, text, json, journal)")
+        }
+        LoggingSystem.bootstrap { label in StderrLogHandler(label: label, format: format) }
         var logger = Logger(label: "courier.worker")
         logger.logLevel = parsedLevel
-        let metricsServer = try port.map { try MetricsServer.start(port: $0) }
+        let metricsServer = try metricsAt.map { try MetricsServer.start(host: $0.host, port: $0.port) }
         defer { metricsServer?.stop() }
 
         let deliverer = HTTPDeliverer(configuration: http, logger: logger)
@@ -143,7 +191,7 @@ struct WorkerCommand: ParsableCommand {
         let pool = WorkerPool(
             databaseURL: database.resolvedURL, configuration: config, deliverer: deliverer, logger: logger)
         do {
-            try WorkerService(pool: pool, logger: logger).run()
+            try WorkerService(pool: pool, logger: logger, summaryInterval: summary).run()
         } catch let error as WorkerStartError {
             throw CLIError(error.description, exitCode: .schemaMismatch)
         } catch let error as PostgresError {

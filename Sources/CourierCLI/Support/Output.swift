@@ -87,6 +87,61 @@ enum Output {
         Redaction.oneLine(text)
     }
 
+    /// `bytes` as printable text on one line, for bodies and response excerpts that may be
+    /// binary: valid UTF-8 stays as it is, except control characters, DEL, C1 controls and
+    /// bidirectional overrides, which become `\n`, `\r`, `\t`, `\e`, `\xNN` or `\u{NNNN}`;
+    /// bytes that are not UTF-8 become `\xNN`, and a backslash is doubled so the escapes are
+    /// unambiguous. Nothing a receiver sends can then move the cursor or recolour the
+    /// operator's terminal, and the operator still sees what was there.
+    static func escaped(_ bytes: some Collection<UInt8>) -> String {
+        let b = Array(bytes)
+        var out = ""
+        out.reserveCapacity(b.count)
+        var i = 0
+        while i < b.count {
+            let lead = b[i]
+            let length: Int
+            switch lead {
+            case 0x00...0x7F: length = 1
+            case 0xC2...0xDF: length = 2
+            case 0xE0...0xEF: length = 3
+            case 0xF0...0xF4: length = 4
+            default: length = 0
+            }
+            if length > 0, i + length <= b.count, let text = String(validating: b[i..<(i + length)], as: UTF8.self),
+                let scalar = text.unicodeScalars.first
+            {
+                appendEscaped(scalar, to: &out)
+                i += length
+            } else {
+                out += "\\x" + hex(lead, width: 2)
+                i += 1
+            }
+        }
+        return out
+    }
+
+    /// `text` escaped like `escaped(_:)` bytes.
+    static func escaped(_ text: String) -> String { escaped(Array(text.utf8)) }
+
+    private static func appendEscaped(_ scalar: Unicode.Scalar, to out: inout String) {
+        switch scalar.value {
+        case 0x5C: out += "\\\\"
+        case 0x0A: out += "\\n"
+        case 0x0D: out += "\\r"
+        case 0x09: out += "\\t"
+        case 0x1B: out += "\\e"
+        case 0x00...0x1F, 0x7F: out += "\\x" + hex(UInt8(scalar.value), width: 2)
+        case 0x80...0x9F, 0x202A...0x202E, 0x2066...0x2069: out += "\\u{" + hex(scalar.value, width: 4) + "}"
+        default: out.unicodeScalars.append(scalar)
+        }
+    }
+
+    private static func hex(_ value: some BinaryInteger, width: Int) -> String {
+        let digits = String(value, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, width - digits.count)) + digits
+    }
+
     /// Whether standard error is a terminal (progress is shown only there).
     static var stderrIsTerminal: Bool { isatty(2) == 1 }
 
@@ -149,26 +204,27 @@ final class ProgressLine {
     }
 }
 
-/// Asks for confirmation on a terminal when `count` is above `threshold`.
+/// Asks for confirmation on a terminal when more than `threshold` ids were named at once
+/// (`dead requeue 1 2 3 ...`); changes by filter ask always (`BulkChangeOptions`).
 ///
 /// - Throws: a usage error when confirmation is needed but stdin is not a terminal and `--yes`
-///   was not given, or `ExitCode(1)` when the operator says no.
+///   was not given, or an error (exit code 1) when the operator says no.
 func confirm(_ question: String, count: Int, threshold: Int = 10, yes: Bool) throws {
     guard count > threshold, !yes else { return }
     guard Output.stdinIsTerminal else {
         throw CLIError.usage("\(question.lowercased()) needs confirmation: pass --yes (stdin is not a terminal)")
     }
-    Output.stderr("\(question) [y/N] ")
-    let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
-    guard answer == "y" || answer == "yes" else {
-        throw CLIError("nothing changed: not confirmed")
-    }
+    try askOnTerminal(question)
 }
 
 /// Parses `--since`: a duration meaning "that long ago" (`2h`, `7d`) or an ISO 8601 time.
 func parseSince(_ text: String?, flag: String = "--since") throws -> Date? {
     guard let text else { return nil }
-    if let seconds = DurationParser.seconds(text) { return Date().addingTimeInterval(-seconds) }
+    switch DurationParser.parse(text) {
+    case .seconds(let seconds): return Date().addingTimeInterval(-seconds)
+    case .missingUnit: throw CLIError.usage(DurationParser.message(text, flag: flag))
+    case .invalid: break
+    }
     if let date = parseISO8601(text) { return date }
     throw CLIError.usage("\(flag): \(text.debugDescription) is neither a duration (30m, 2h, 7d) nor an ISO 8601 time")
 }
@@ -184,7 +240,7 @@ func parseISO8601(_ text: String) -> Date? {
 /// Parses a duration flag or throws a usage error naming the flag.
 func parseDuration(_ text: String, flag: String) throws -> Double {
     guard let seconds = DurationParser.seconds(text) else {
-        throw CLIError.usage("\(flag): \(text.debugDescription) is not a duration (use e.g. 30s, 5m, 2h, 7d)")
+        throw CLIError.usage(DurationParser.message(text, flag: flag))
     }
     return seconds
 }

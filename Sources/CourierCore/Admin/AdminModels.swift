@@ -62,6 +62,37 @@ public struct JobFilter: Sendable {
     public var finishedSince: Date?
     public var errorContains: String?
     public var limit: Int = 50
+    /// Only jobs finished before this time.
+    public var finishedBefore: Date?
+
+    public init() {}
+}
+
+/// Which dead jobs a bulk requeue moves; nil fields do not filter. Substrings match literally.
+public struct DeadJobFilter: Sendable, Equatable {
+    public var queue: String?
+    /// Died at or after this time.
+    public var failedAfter: Date?
+    /// Died before this time.
+    public var failedBefore: Date?
+    /// `last_error` contains this text.
+    public var errorContains: String?
+    /// The URL contains this text.
+    public var urlContains: String?
+
+    public init() {}
+}
+
+/// Which waiting jobs a bulk cancel cancels; nil fields do not filter. Only pending and
+/// retrying jobs are ever cancelled.
+public struct CancelFilter: Sendable, Equatable {
+    /// Pending or retrying only.
+    public var state: JobState?
+    public var queue: String?
+    /// The URL contains this text (literally).
+    public var urlContains: String?
+    /// Created at or after this time.
+    public var createdSince: Date?
 
     public init() {}
 }

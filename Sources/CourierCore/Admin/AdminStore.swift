@@ -106,7 +106,7 @@ public struct AdminStore {
         let result = try connection.query(
             AdminStatements.listJobs,
             [filter.state?.rawValue, filter.queue, filter.urlContains, filter.createdSince, filter.finishedSince,
-             filter.errorContains, filter.limit])
+             filter.errorContains, filter.limit, filter.finishedBefore])
         return try result.rows.map(Self.summary)
     }
 
@@ -174,23 +174,58 @@ public struct AdminStore {
     }
 
     /// Dead jobs matching a bulk requeue's filter: how many, and the highest id.
-    public func countDead(queue: String?, since: Date?, errorContains: String?) throws -> (count: Int, maxID: Int64) {
-        let row = try connection.query(AdminStatements.countDead, [queue, since, errorContains, Int64.max])[0]
-        return (try row.decode(0), try row.decode(1))
+    public func countDead(_ filter: DeadJobFilter) throws -> (count: Int, maxID: Int64) {
+        try countAndMaxID(AdminStatements.countDead, Self.parameters(filter, maxID: Int64.max))
     }
 
     /// Requeues matching dead jobs with ids up to `maxID`, `batchSize` per transaction.
     ///
     /// - Returns: how many moved.
     public func requeueDead(
-        queue: String?, since: Date?, errorContains: String?, maxID: Int64, batchSize: Int,
-        progress: (Int) -> Void = { _ in }
+        _ filter: DeadJobFilter, maxID: Int64, batchSize: Int, progress: (Int) -> Void = { _ in }
+    ) throws -> Int {
+        try inBatches(AdminStatements.requeueDeadBatch, Self.parameters(filter, maxID: maxID), batchSize, progress)
+    }
+
+    private static func parameters(_ filter: DeadJobFilter, maxID: Int64) -> [any PostgresEncodable] {
+        [filter.queue, filter.failedAfter, filter.failedBefore, filter.errorContains, filter.urlContains, maxID]
+    }
+
+    /// Waiting jobs matching a bulk cancel's filter: how many, and the highest id.
+    public func countCancellable(_ filter: CancelFilter) throws -> (count: Int, maxID: Int64) {
+        try countAndMaxID(AdminStatements.countCancellable, Self.parameters(filter, maxID: Int64.max))
+    }
+
+    private func countAndMaxID(
+        _ sql: String, _ parameters: [any PostgresEncodable]
+    ) throws -> (count: Int, maxID: Int64) {
+        let row = try connection.query(sql, parameters)[0]
+        return (try row.decode(0), try row.decode(1))
+    }
+
+    /// Cancels matching pending or retrying jobs with ids up to `maxID`, `batchSize` per
+    /// transaction; a job claimed meanwhile is left running.
+    ///
+    /// - Returns: how many were cancelled.
+    public func cancel(
+        _ filter: CancelFilter, maxID: Int64, batchSize: Int, progress: (Int) -> Void = { _ in }
+    ) throws -> Int {
+        try inBatches(AdminStatements.cancelBatch, Self.parameters(filter, maxID: maxID), batchSize, progress)
+    }
+
+    private static func parameters(_ filter: CancelFilter, maxID: Int64) -> [any PostgresEncodable] {
+        [filter.state?.rawValue, filter.queue, filter.urlContains, filter.createdSince, maxID]
+    }
+
+    /// Runs a batch statement whose last two parameters are "after id" and "batch size" and
+    /// whose first two columns are the count and the highest id changed, until a batch is empty.
+    private func inBatches(
+        _ sql: String, _ parameters: [any PostgresEncodable], _ batchSize: Int, _ progress: (Int) -> Void
     ) throws -> Int {
         var after: Int64 = 0
         var moved = 0
         while true {
-            let row = try connection.query(
-                AdminStatements.requeueDeadBatch, [queue, since, errorContains, maxID, after, batchSize])[0]
+            let row = try connection.query(sql, parameters + [after, batchSize])[0]
             let count: Int = try row.decode(0)
             if count == 0 { return moved }
             moved += count
@@ -229,6 +264,16 @@ public struct AdminStore {
                 retrySchedule: scheduleText.flatMap { PostgresArray.parse($0) }.map { $0.compactMap { $0.flatMap(Double.init) } },
                 signed: try row.decode(4), maxInFlight: try row.decode(5))
         }
+    }
+
+    /// Whether `queue` has settings or any job.
+    public func queueExists(_ queue: String) throws -> Bool {
+        try connection.query(AdminStatements.queueExists, [queue])[0].decode(0)
+    }
+
+    /// Every queue name in use (with settings or jobs), sorted; at most 10,000.
+    public func knownQueues() throws -> [String] {
+        try connection.query(AdminStatements.knownQueues).rows.map { try $0.decode(0) }
     }
 
     /// Pauses or resumes a queue.

@@ -25,11 +25,20 @@ public struct ClaimedJob: Sendable, Equatable {
     public var signingSecret: String?
     /// The queue's per-process in-flight cap, if set.
     public var queueMaxInFlight: Int?
+    /// Times the receiver postponed this job (429/503 with `Retry-After`) without spending an
+    /// attempt.
+    public var postponements: Int
+    /// The destination host as PostgreSQL derived it (`courier.url_host`): lower case, no port.
+    public var host: String
+    /// What a 410 Gone does: true parks the job (and the destination is disabled), false makes
+    /// it dead (`courier.destinations.disable_on_gone`).
+    public var parkOnGone: Bool
 
     /// Creates a claimed job.
     public init(
         id: Int64, queue: String, method: String, url: String, headers: [(String, String)], body: [UInt8]?,
-        attempt: Int, maxAttempts: Int, schedule: RetrySchedule, signingSecret: String?, queueMaxInFlight: Int?
+        attempt: Int, maxAttempts: Int, schedule: RetrySchedule, signingSecret: String?, queueMaxInFlight: Int?,
+        postponements: Int = 0, host: String? = nil, parkOnGone: Bool = true
     ) {
         self.id = id
         self.queue = queue
@@ -42,11 +51,9 @@ public struct ClaimedJob: Sendable, Equatable {
         self.schedule = schedule
         self.signingSecret = signingSecret
         self.queueMaxInFlight = queueMaxInFlight
-    }
-
-    /// The destination host (lower case), used for the per-host in-flight cap.
-    public var host: String {
-        URLComponents(string: url)?.host?.lowercased() ?? ""
+        self.postponements = postponements
+        self.parkOnGone = parkOnGone
+        self.host = host ?? URLComponents(string: url)?.host?.lowercased() ?? ""
     }
 
     public static func == (lhs: ClaimedJob, rhs: ClaimedJob) -> Bool {
@@ -70,11 +77,15 @@ public struct AttemptRecord: Sendable, Equatable {
     public var finishedAt: Date
     /// At most 20,000 bytes of the response body, as text.
     public var responseExcerpt: String?
+    /// The destination host, for its failure streak and breaker.
+    public var host: String
+    /// What the outcome says about the destination.
+    public var signal: DestinationSignal
 
-    /// Creates a record.
+    /// Creates a record; the signal defaults to what `result` says (`DestinationSignal.of`).
     public init(
         jobID: Int64, attempt: Int, transition: JobTransition, result: DeliveryResult, startedAt: Date,
-        finishedAt: Date, responseExcerpt: String?
+        finishedAt: Date, responseExcerpt: String?, host: String = "", signal: DestinationSignal? = nil
     ) {
         self.jobID = jobID
         self.attempt = attempt
@@ -83,5 +94,7 @@ public struct AttemptRecord: Sendable, Equatable {
         self.startedAt = startedAt
         self.finishedAt = finishedAt
         self.responseExcerpt = responseExcerpt
+        self.host = host
+        self.signal = signal ?? DestinationSignal.of(result)
     }
 }

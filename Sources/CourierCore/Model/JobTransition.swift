@@ -33,15 +33,37 @@ public enum JobTransition: Sendable, Equatable {
     case retry(delay: Double)
     /// `running → dead`, with the reason kept in `last_error`.
     case dead(reason: String)
+    /// `running → retrying` (or `pending` before any counted attempt), due after `delay` seconds,
+    /// without spending the attempt: the receiver asked us to come back later (429 or 503 with
+    /// `Retry-After`). Counts one of the job's postponements.
+    case postpone(delay: Double)
+    /// `running → retrying` (or `pending`), due at once, without spending the attempt: the
+    /// receiver answered `410 Gone`, the destination is disabled and its jobs wait, parked,
+    /// until an operator enables it again.
+    case park(reason: String)
 
-    /// The target state.
+    /// The target state (`retrying` for a postponed or parked job that had counted attempts
+    /// before this one; the outcome statement makes it `pending` otherwise).
     public var state: JobState {
         switch self {
         case .succeed: return .succeeded
-        case .retry: return .retrying
+        case .retry, .postpone, .park: return .retrying
         case .dead: return .dead
         }
     }
+
+    /// False when the attempt is given back (postponed or parked): the receiver's answer said
+    /// nothing about the job itself.
+    public var spendsAttempt: Bool {
+        switch self {
+        case .postpone, .park: return false
+        case .succeed, .retry, .dead: return true
+        }
+    }
+
+    /// The most times one job may be postponed by a receiver's 429 or 503 with `Retry-After`
+    /// without spending an attempt; after that such an answer is an ordinary failed attempt.
+    public static let maximumPostponements = 20
 
     /// The longest wait a server's `Retry-After` may impose (default one day).
     public static let maximumRetryAfter: Double = 24 * 3600
@@ -52,15 +74,29 @@ public enum JobTransition: Sendable, Equatable {
     /// whichever is later; `Retry-After` may lengthen the wait up to `maximumRetryAfter`, never
     /// shorten it.
     ///
-    /// - Parameter random: a value in [0, 1) for the jitter (injected so tests are exact).
+    /// The receiver's own signals come first: `410 Gone` parks the job (its destination is
+    /// disabled); `429` or `503` with `Retry-After` postpones it without spending an attempt,
+    /// at most `maximumPostponements` times per job.
+    ///
+    /// - Parameters:
+    ///   - postponements: how often this job was postponed already.
+    ///   - parkOnGone: false when the destination is shared and a 410 must only end this job.
+    ///   - random: a value in [0, 1) for the jitter (injected so tests are exact).
     public static func decide(
-        result: DeliveryResult, attempt: Int, maxAttempts: Int, schedule: RetrySchedule, random: Double
+        result: DeliveryResult, attempt: Int, maxAttempts: Int, schedule: RetrySchedule, postponements: Int = 0,
+        parkOnGone: Bool = true, random: Double
     ) -> JobTransition {
         switch result {
         case .delivered:
             return .succeed
-        case .permanent(_, let error):
+        case .permanent(let status, let error):
+            if status == 410 && parkOnGone {
+                return .park(reason: "parked: the destination answered 410 Gone and is disabled")
+            }
             return .dead(reason: error)
+        case .retryable(let status, _, let retryAfter?)
+        where (status == 429 || status == 503) && postponements < maximumPostponements:
+            return .postpone(delay: min(max(retryAfter, 0), maximumRetryAfter))
         case .retryable(_, let error, let retryAfter):
             guard attempt < maxAttempts else {
                 return .dead(reason: "attempts exhausted (\(attempt) of \(maxAttempts)): \(error)")
@@ -68,6 +104,40 @@ public enum JobTransition: Sendable, Equatable {
             let scheduled = schedule.delay(afterAttempt: attempt, random: random)
             let serverAsked = min(max(retryAfter ?? 0, 0), maximumRetryAfter)
             return .retry(delay: max(scheduled, serverAsked))
+        }
+    }
+}
+
+/// What one attempt's outcome says about its destination (the receiver as a whole), for the
+/// failure streak, the circuit breaker and 410 Gone (docs/destinations.md).
+public enum DestinationSignal: String, Sendable, Equatable {
+    /// The receiver answered (2xx, or a 4xx about the request): the streak ends, an open
+    /// breaker closes.
+    case answered
+    /// The receiver failed: 5xx, 408, a timeout or a connection error. Counts towards the
+    /// breaker's threshold.
+    case failed
+    /// `410 Gone`: the destination is disabled.
+    case gone
+    /// Nothing about the receiver: a refused target, a request we could not build, a 429, a
+    /// delivery cut off by the worker's shutdown.
+    case none
+
+    /// Classifies a delivery result.
+    public static func of(_ result: DeliveryResult) -> DestinationSignal {
+        switch result {
+        case .delivered:
+            return .answered
+        case .permanent(let status?, _):
+            return status == 410 ? .gone : .answered
+        case .permanent(nil, _):
+            return .none
+        case .retryable(let status?, _, _):
+            if status == 429 { return .none }
+            if status == 425 { return .answered }
+            return .failed
+        case .retryable(nil, _, _):
+            return .failed
         }
     }
 }

@@ -102,8 +102,9 @@ public enum AdminStatements {
     }
 
     /// Newest first, filtered: `$1` state, `$2` queue, `$3` URL substring, `$4` created since,
-    /// `$5` finished since, `$6` error substring, `$7` limit (NULL filters are off). Walks the
-    /// primary key backwards, or `jobs_state_queue_idx` when a state is given.
+    /// `$5` finished since, `$6` error substring, `$7` limit, `$8` finished before (NULL filters
+    /// are off). Substrings are matched with `strpos`, literally: `%` and `_` are no wildcards.
+    /// Walks the primary key backwards, or `jobs_state_queue_idx` when a state is given.
     public static let listJobs = """
         SELECT id, queue, state::text, priority, method, url, attempt, max_attempts, run_at, created_at,
                finished_at, last_status, last_error
@@ -114,6 +115,7 @@ public enum AdminStatements {
           AND ($4::timestamptz IS NULL OR created_at >= $4)
           AND ($5::timestamptz IS NULL OR finished_at >= $5)
           AND ($6::text IS NULL OR strpos(coalesce(last_error, ''), $6) > 0)
+          AND ($8::timestamptz IS NULL OR finished_at < $8)
         ORDER BY id DESC
         LIMIT $7
         """
@@ -181,14 +183,17 @@ public enum AdminStatements {
         ORDER BY w.id
         """
 
-    /// The filter of a bulk requeue: dead, `$1` queue, `$2` died since, `$3` error substring,
-    /// ids up to `$4` (fixed when the requeue starts, so it ends).
+    /// The filter of a bulk requeue: dead, `$1` queue, `$2` died at or after, `$3` died before,
+    /// `$4` error substring, `$5` URL substring (both literal, through `strpos`), ids up to `$6`
+    /// (fixed when the requeue starts, so it ends, and moves no more than was counted).
     static let deadFilter = """
         state = 'dead'
           AND ($1::text IS NULL OR queue = $1)
           AND ($2::timestamptz IS NULL OR finished_at >= $2)
-          AND ($3::text IS NULL OR strpos(coalesce(last_error, ''), $3) > 0)
-          AND id <= $4
+          AND ($3::timestamptz IS NULL OR finished_at < $3)
+          AND ($4::text IS NULL OR strpos(coalesce(last_error, ''), $4) > 0)
+          AND ($5::text IS NULL OR strpos(url, $5) > 0)
+          AND id <= $6
         """
 
     /// How many dead jobs a bulk requeue would move, and the highest id among them.
@@ -196,26 +201,65 @@ public enum AdminStatements {
         SELECT count(*), coalesce(max(id), 0) FROM courier.jobs WHERE \(deadFilter)
         """
 
-    /// One batch of a bulk requeue: the next `$6` matching dead jobs after id `$5`, in id order,
+    /// One batch of a bulk requeue: the next `$8` matching dead jobs after id `$7`, in id order,
     /// each batch its own short transaction so a million dead jobs never hold one long lock.
-    /// Returns the ids moved.
-    public static let requeueDeadBatch = """
-        WITH picked AS (
-            SELECT id FROM courier.jobs
-            WHERE \(deadFilter) AND id > $5
-            ORDER BY id
-            LIMIT $6
-            FOR UPDATE
-        ),
-        changed AS (
-            UPDATE courier.jobs j
-            SET state = 'pending', attempt = 0, run_at = now(), finished_at = NULL, updated_at = now()
-            FROM picked WHERE j.id = picked.id
-            RETURNING j.id, j.queue
-        ),
-        woken AS (SELECT pg_notify('courier_jobs', q.queue) FROM (SELECT DISTINCT queue FROM changed) q)
-        SELECT count(*), coalesce(max(id), 0), (SELECT count(*) FROM woken) FROM changed
+    /// Returns how many moved and the highest id moved.
+    public static let requeueDeadBatch = batch(
+        of: deadFilter, afterParameter: 7,
+        set: "state = 'pending', attempt = 0, run_at = now(), finished_at = NULL, updated_at = now()", wake: true)
+
+    /// The filter of a bulk cancel: waiting jobs (pending or retrying; never running ones, whose
+    /// request is in flight), `$1` only this state, `$2` queue, `$3` URL substring (literal),
+    /// `$4` created at or after, ids up to `$5` (fixed when the cancel starts: jobs enqueued
+    /// after the count was confirmed are not touched).
+    static let cancelFilter = """
+        state IN ('pending', 'retrying')
+          AND ($1::courier.job_state IS NULL OR state = $1::courier.job_state)
+          AND ($2::text IS NULL OR queue = $2)
+          AND ($3::text IS NULL OR strpos(url, $3) > 0)
+          AND ($4::timestamptz IS NULL OR created_at >= $4)
+          AND id <= $5
         """
+
+    /// How many jobs a bulk cancel would cancel, and the highest id among them.
+    public static let countCancellable = """
+        SELECT count(*), coalesce(max(id), 0) FROM courier.jobs WHERE \(cancelFilter)
+        """
+
+    /// One batch of a bulk cancel: the next `$7` matching jobs after id `$6`. The filter is
+    /// evaluated again on the locked row, so a job a worker claimed meanwhile (now running) is
+    /// left alone. Returns how many were cancelled and the highest id cancelled.
+    public static let cancelBatch = batch(
+        of: cancelFilter, afterParameter: 6, set: "state = 'cancelled', finished_at = now(), updated_at = now()",
+        wake: false)
+
+    /// A batch of a bulk change: locks the next `$(after + 1)` rows matching `filter` with ids
+    /// above `$after`, in id order, and applies `set` to them; FOR UPDATE makes PostgreSQL
+    /// re-check the filter on rows that changed meanwhile. With `wake`, one NOTIFY per queue
+    /// touched. Returns the count and the highest id changed.
+    private static func batch(of filter: String, afterParameter after: Int, set: String, wake: Bool) -> String {
+        // `woken` runs because the last SELECT reads it.
+        let woken = """
+            ,
+            woken AS (SELECT pg_notify('courier_jobs', q.queue) FROM (SELECT DISTINCT queue FROM changed) q)
+            """
+        return """
+            WITH picked AS (
+                SELECT id FROM courier.jobs
+                WHERE \(filter) AND id > $\(after)
+                ORDER BY id
+                LIMIT $\(after + 1)
+                FOR UPDATE
+            ),
+            changed AS (
+                UPDATE courier.jobs j
+                SET \(set)
+                FROM picked WHERE j.id = picked.id
+                RETURNING j.id, j.queue
+            )\(wake ? woken : "")
+            SELECT count(*), coalesce(max(id), 0)\(wake ? ", (SELECT count(*) FROM woken)" : "") FROM changed
+            """
+    }
 
     /// Finished jobs a purge would delete: state `$1`, finished before `$2`, queue `$3`.
     public static let countPurgeable = """
@@ -248,6 +292,35 @@ public enum AdminStatements {
         ) n
         LEFT JOIN courier.queues q ON q.name = n.name
         ORDER BY n.name
+        """
+
+    /// Whether queue `$1` exists: it has a settings row or any job, in any state. The jobs
+    /// index leads with the state, so the probe names every state (one index descent each);
+    /// `queue = $1` alone would scan the table, and an unknown name is the usual case here.
+    public static let queueExists = """
+        SELECT EXISTS (SELECT 1 FROM courier.queues WHERE name = $1)
+            OR EXISTS (SELECT 1 FROM courier.jobs
+                       WHERE state = ANY (enum_range(NULL::courier.job_state)) AND queue = $1)
+        """
+
+    /// Every queue name in use (settings rows, and jobs in any state), at most 10,000, for
+    /// suggesting a close match. The distinct queues of each state are found by a loose index
+    /// scan of `jobs_state_queue_idx` (one descent per state and queue), not by reading every
+    /// job.
+    public static let knownQueues = """
+        WITH RECURSIVE names AS (
+            SELECT s.state, (SELECT min(j.queue) FROM courier.jobs j WHERE j.state = s.state) AS queue
+            FROM unnest(enum_range(NULL::courier.job_state)) AS s(state)
+            UNION ALL
+            SELECT n.state, (SELECT min(j.queue) FROM courier.jobs j WHERE j.state = n.state AND j.queue > n.queue)
+            FROM names n
+            WHERE n.queue IS NOT NULL
+        )
+        SELECT queue FROM names WHERE queue IS NOT NULL
+        UNION
+        SELECT name FROM courier.queues
+        ORDER BY 1
+        LIMIT 10000
         """
 
     /// Pauses (`$2` true) or resumes queue `$1`, creating its settings row if needed.

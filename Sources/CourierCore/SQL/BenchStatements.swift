@@ -28,6 +28,18 @@ public enum BenchStatements {
         GROUP BY j.id, j.created_at
         """
 
+    /// Deletes every job of queue `$1`, so a rerun against the same database starts empty.
+    public static let resetQueue = "DELETE FROM courier.jobs WHERE queue = $1"
+
+    /// Forgets destination `$1` (its breaker and streak), so a rerun starts from a closed breaker.
+    public static let resetDestination = "DELETE FROM courier.destinations WHERE host = $1"
+
+    /// Whether destination `$1`'s breaker is open (`open`, `closed`, `unknown` without a row).
+    public static let breakerState = """
+        SELECT coalesce((SELECT CASE WHEN opened_at IS NULL THEN 'closed' ELSE 'open' END
+                         FROM courier.destinations WHERE host = $1), 'unknown')
+        """
+
     /// Wakes workers listening for queue `$1` (after `courier queues resume`).
     public static let wake = "SELECT pg_notify('courier_jobs', $1)"
 

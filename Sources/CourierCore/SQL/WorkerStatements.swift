@@ -10,49 +10,169 @@ public enum WorkerStatements {
     /// `synchronous_commit = off`: the claim need not wait for its WAL flush. Lost in a crash,
     /// it leaves the jobs due exactly as before; on a disk that flushes in ~4 ms this halves
     /// the flushes a delivery waits for. Outcomes (`completeBatch`) still wait.
-    ///
-    /// `enable_sort = off`: the claim must walk `jobs_due_idx` in order and stop after LIMIT
-    /// rows. Right after a bulk load the statistics are stale, the planner expects one due row
-    /// and prefers reading every due row (by `jobs_state_queue_idx` or a scan) and sorting
-    /// them: 20 ms instead of 0.15 ms with 30,000 jobs waiting, measured with EXPLAIN ANALYZE.
-    public static let claimSettings = "SET LOCAL synchronous_commit = off; SET LOCAL enable_sort = off"
+    public static let claimSettings = "SET LOCAL synchronous_commit = off"
 
-    /// Claims up to `$3` due jobs for worker `$2`, in `priority, run_at, id` order.
+    /// The first statement of a claim: finds the hosts with due jobs (`$1` queues or NULL; paused
+    /// queues left out) that may start something, oldest first job first, at most `$2` of them,
+    /// and locks their destination rows in host order for the rest of the transaction (creating
+    /// missing rows).
     ///
-    /// The candidates are chosen in a CTE with `FOR UPDATE SKIP LOCKED`, so concurrent claimers
-    /// skip each other's rows instead of waiting, and PostgreSQL cannot turn the LIMIT into a
-    /// plan that locks more rows than asked for. The CTE walks `jobs_due_idx` (partial on
-    /// pending/retrying, ordered like the claim). Paused queues are excluded; `$1` (NULL = all)
-    /// restricts the queues. Sets the lease (`$4` ms) and counts the attempt.
+    /// 1. `hosts` lists the hosts with waiting jobs by a skip scan of `jobs_host_due_idx` (one
+    ///    index probe per host), and `heads` finds each host's first due job in claim order
+    ///    (`priority, run_at, id`).
+    /// 2. Hosts that cannot start anything now are left out, read without a lock: disabled,
+    ///    breaker open with its probe not due, no rate tokens. (Whether a host is at its cap
+    ///    is counted once, under the lock, by `claimBatch`.)
+    /// 3. The others are locked with INSERT ... ON CONFLICT DO UPDATE, in host order, the order
+    ///    every writer of destination rows locks in. A host held by another claimer is waited
+    ///    for: its claim commits before this one counts.
     ///
-    /// Returns what the delivery needs: the request, the effective retry schedule in seconds
-    /// (job's, else queue's, NULL for the default) and the queue's signing secret and cap.
-    public static let claimBatch = """
-        WITH due AS (
-        """ + dueInClaimOrder + """
-
-            LIMIT $3
-            FOR UPDATE SKIP LOCKED
+    /// Returns the locked hosts in claim order.
+    public static let lockDestinations = """
+        WITH RECURSIVE hosts AS (
+            (SELECT j.host FROM courier.jobs j WHERE j.state IN ('pending', 'retrying') ORDER BY j.host LIMIT 1)
+            UNION ALL
+            SELECT (SELECT j.host FROM courier.jobs j
+                    WHERE j.state IN ('pending', 'retrying') AND j.host > h.host ORDER BY j.host LIMIT 1)
+            FROM hosts h WHERE h.host IS NOT NULL
+        ),
+        heads AS (
+            SELECT h.host, head.priority, head.run_at, head.id
+            FROM hosts h
+            CROSS JOIN LATERAL (
+                SELECT j.priority, j.run_at, j.id FROM courier.jobs j
+                WHERE j.host = h.host AND \(dueOfHost)
+                LIMIT 1
+            ) head
+            WHERE h.host IS NOT NULL
+        ),
+        candidates AS (
+            SELECT hd.host, hd.priority, hd.run_at, hd.id
+            FROM heads hd
+            LEFT JOIN courier.destinations d ON d.host = hd.host
+            WHERE d.host IS NULL
+               OR (d.disabled_at IS NULL AND (d.opened_at IS NULL OR d.probe_at <= now())
+                   AND courier.destination_tokens(d.rate_limit, d.tokens, d.tokens_at) >= 1)
+            ORDER BY hd.priority, hd.run_at, hd.id
+            LIMIT $2
+        ),
+        locked AS (
+            INSERT INTO courier.destinations AS d (host, claimed_at)
+            SELECT c.host, now() FROM candidates c ORDER BY c.host
+            ON CONFLICT (host) DO UPDATE SET claimed_at = now()
+            RETURNING d.host
         )
-        UPDATE courier.jobs j
-        SET state = 'running', attempt = j.attempt + 1, locked_by = $2,
-            locked_until = now() + $4::bigint * interval '1 millisecond', updated_at = now()
-        FROM due
-        WHERE j.id = due.id
-        """ + claimedColumns
+        SELECT c.host
+        FROM candidates c
+        WHERE c.host IN (SELECT l.host FROM locked l)
+        ORDER BY c.priority, c.run_at, c.id
+        """
 
-    /// What a claim returns for each job (shared by `claimBatch` and `claimOne`): the request,
-    /// the effective retry schedule in seconds (job's, else queue's, NULL for the default) and
-    /// the queue's signing secret and cap.
+    /// The second statement of a claim, in the transaction that locked the destinations: claims
+    /// up to `$3` due jobs for worker `$2` with a lease of `$4` ms from the locked hosts `$6`
+    /// (in claim order), within each host's room (`$5`: the in-flight cap of a host without its
+    /// own); `$1` restricts the queues (NULL = all).
+    ///
+    /// Its snapshot is taken after the locks, so every claim of these hosts that went before
+    /// has committed and its running jobs are counted: the caps hold across all workers. A job
+    /// whose outcome is being written meanwhile still counts, which errs on the safe side.
+    ///
+    /// 1. `rooms`: per host, its cap minus its running jobs, within its rate tokens, one probe
+    ///    when its breaker is half-open.
+    /// 2. Each host gets its room, at most twice an equal share of the batch (a host with fewer
+    ///    due jobs leaves its share to the others); `picked` takes that many of its due jobs in
+    ///    claim order with `FOR UPDATE SKIP LOCKED`, and `chosen` interleaves the hosts (every
+    ///    host's first job, then every host's second, ...), so a backlog for one host never
+    ///    delays another host's job by more than one claim.
+    /// 3. `spent` takes rate tokens for the jobs started, and moves a half-open breaker's next
+    ///    probe one cool-down on.
+    ///
+    /// Returns the claimed jobs (the columns of `claimedColumns`) and then `held_back`: true
+    /// when some host's room is used up (it was at its cap, or this claim filled it), so
+    /// freeing a slot there (an outcome written) is a reason to claim again. When nothing was claimed the result is one row whose job columns
+    /// are NULL.
+    public static let claimBatch = """
+        WITH rooms AS MATERIALIZED (
+            SELECT d.host,
+                   coalesce(d.max_in_flight, $5)
+                       - (SELECT count(*) FROM courier.jobs r WHERE r.host = d.host AND r.state = 'running') AS room,
+                   d.opened_at IS NOT NULL AS probing,
+                   floor(courier.destination_tokens(d.rate_limit, d.tokens, d.tokens_at)) AS tokens
+            FROM courier.destinations d
+            WHERE d.host = ANY ($6::text[])
+              AND d.disabled_at IS NULL AND (d.opened_at IS NULL OR d.probe_at <= now())
+        ),
+        allowed AS (
+            SELECT r.host, r.room,
+                   greatest(0, least(r.room, CASE WHEN r.probing THEN 1 ELSE $3 END, r.tokens))::int AS allowance
+            FROM rooms r
+        ),
+        shares AS (
+            SELECT a.host, least(a.allowance, ceil(2 * $3::float8 / count(*) OVER ()))::int AS take
+            FROM allowed a
+            WHERE a.allowance > 0
+        ),
+        picked AS (
+            SELECT c.id, c.priority, c.run_at, c.queue, s.host,
+                   row_number() OVER (PARTITION BY s.host ORDER BY c.priority, c.run_at, c.id) AS turn
+            FROM shares s
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.priority, j.run_at, j.queue FROM courier.jobs j
+                WHERE j.host = s.host AND \(dueOfHost)
+                LIMIT s.take
+                FOR UPDATE SKIP LOCKED
+            ) c
+        ),
+        chosen AS (
+            SELECT p.id, p.queue, p.host FROM picked p ORDER BY p.turn, p.priority, p.run_at, p.id LIMIT $3
+        ),
+        claimed AS (
+            UPDATE courier.jobs j
+            SET state = 'running', attempt = j.attempt + 1, locked_by = $2,
+                locked_until = now() + $4::bigint * interval '1 millisecond', updated_at = now()
+            FROM chosen
+            LEFT JOIN courier.queues q ON q.name = chosen.queue
+            LEFT JOIN courier.destinations dst ON dst.host = chosen.host
+            WHERE j.id = chosen.id
+        """ + claimedColumns + """
+
+        ),
+        spent AS (
+            UPDATE courier.destinations d
+            SET tokens = CASE WHEN d.rate_limit IS NULL THEN d.tokens
+                              ELSE courier.destination_tokens(d.rate_limit, d.tokens, d.tokens_at) - n.started END,
+                tokens_at = CASE WHEN d.rate_limit IS NULL THEN d.tokens_at ELSE now() END,
+                probe_at = CASE WHEN d.opened_at IS NOT NULL THEN now() + d.breaker_cooldown ELSE d.probe_at END,
+                updated_at = now()
+            FROM (SELECT c.host, count(*)::int AS started FROM claimed c GROUP BY c.host) n
+            WHERE d.host = n.host AND (d.rate_limit IS NOT NULL OR d.opened_at IS NOT NULL)
+        )
+        SELECT c.*, f.held_back
+        FROM (SELECT EXISTS (SELECT 1 FROM allowed a WHERE a.room <= a.allowance) AS held_back) f
+        LEFT JOIN claimed c ON true
+        """
+
+    /// One host's due jobs (the host's condition comes before it; `$1` queues or NULL, paused
+    /// queues left out) in claim order: shared by `lockDestinations` and `claimBatch`, so both
+    /// see the same jobs.
+    static let dueOfHost = """
+        j.state IN ('pending', 'retrying') AND j.run_at <= now()
+          AND ($1::text[] IS NULL OR j.queue = ANY ($1::text[]))
+          AND NOT EXISTS (SELECT 1 FROM courier.queues q WHERE q.name = j.queue AND q.paused)
+        ORDER BY j.priority, j.run_at, j.id
+        """
+
+    /// What a claim returns for each job (shared by `claimBatch` and `claimOne`, whose UPDATE
+    /// joins the job's queue as `q` and its destination as `dst`): the request, the effective
+    /// retry schedule in seconds (job's, else queue's, NULL for the default), the queue's signing
+    /// secret and cap, the host, postponements so far and what a 410 does there.
     static let claimedColumns = """
 
         RETURNING j.id, j.queue, j.method, j.url, j.headers::text, j.body, j.attempt, j.max_attempts,
             (SELECT array_agg(extract(epoch FROM s.delay)::float8 ORDER BY s.n)
-             FROM unnest(coalesce(j.retry_schedule,
-                                  (SELECT q.retry_schedule FROM courier.queues q WHERE q.name = j.queue)))
-                  WITH ORDINALITY AS s(delay, n)) AS schedule_seconds,
-            (SELECT q.signing_secret FROM courier.queues q WHERE q.name = j.queue) AS signing_secret,
-            (SELECT q.max_in_flight FROM courier.queues q WHERE q.name = j.queue) AS max_in_flight
+             FROM unnest(coalesce(j.retry_schedule, q.retry_schedule)) WITH ORDINALITY AS s(delay, n))
+                AS schedule_seconds,
+            q.signing_secret, q.max_in_flight, j.host, j.postponements, dst.disable_on_gone
         """
 
     /// The ids `claimBatch` would take (`$1` queues or NULL, `$2` limit), without locking
@@ -79,7 +199,7 @@ public enum WorkerStatements {
     /// not locked by another claimer; returns the same columns as `claimBatch`.
     public static let claimOne = """
         WITH due AS (
-            SELECT j.id FROM courier.jobs j
+            SELECT j.id, j.queue, j.host FROM courier.jobs j
             WHERE j.id = $1 AND j.state IN ('pending', 'retrying') AND j.run_at <= now()
             FOR UPDATE SKIP LOCKED
         )
@@ -87,6 +207,8 @@ public enum WorkerStatements {
         SET state = 'running', attempt = j.attempt + 1, locked_by = $2,
             locked_until = now() + $3::bigint * interval '1 millisecond', updated_at = now()
         FROM due
+        LEFT JOIN courier.queues q ON q.name = due.queue
+        LEFT JOIN courier.destinations dst ON dst.host = due.host
         WHERE j.id = due.id
         """ + claimedColumns
 
@@ -108,27 +230,37 @@ public enum WorkerStatements {
         WHERE id = $1 AND state = 'running' AND attempt = $2 AND locked_by = $3
         """
 
-    /// Records a batch of outcomes in one round trip: moves each job out of `running` and
-    /// writes one `courier.attempts` row per attempt.
+    /// Records a batch of outcomes in one round trip: moves each job out of `running`, writes
+    /// one `courier.attempts` row per attempt and tells each destination what its receiver did.
     ///
     /// Parameters are parallel arrays (one element per attempt): `$1` ids, `$2` attempts,
     /// `$3` target states, `$4` retry delays in ms (NULL unless retrying), `$5` statuses,
-    /// `$6` errors, `$7` started_at, `$8` finished_at, `$9` excerpts; `$10` the worker id.
+    /// `$6` errors, `$7` started_at, `$8` finished_at, `$9` excerpts, `$11` whether the attempt
+    /// is spent (false for a postponed or parked job: its attempt count goes back by one, and
+    /// a job with no counted attempt left is `pending`), `$12` how many postponements to add,
+    /// `$13` the destination signals (`DestinationSignal`); `$10` the worker id.
+    ///
     /// The job update is guarded by `state = 'running' AND attempt AND locked_by`, so an
     /// outcome that arrives after a rescue changes nothing; its attempt row is still kept as
     /// history while the job exists. Writing the same outcome twice (a retry after a COMMIT
     /// whose answer was lost) adds no second attempt row: a row that changed no job is written
-    /// only when no row of that job, attempt and start time exists. Returns the ids whose state
-    /// changed.
+    /// only when no row of that job, attempt and start time exists. Destination signals count
+    /// only for jobs whose state changed, in batch order (`courier.record_destination_outcomes`).
+    /// Returns the ids whose state changed.
     public static let completeBatch = """
         WITH outcome AS (
             SELECT * FROM unnest($1::bigint[], $2::int[], $3::courier.job_state[], $4::float8[], $5::int[],
-                                 $6::text[], $7::timestamptz[], $8::timestamptz[], $9::text[])
-                AS o(id, attempt, state, delay_ms, status, error, started_at, finished_at, excerpt)
+                                 $6::text[], $7::timestamptz[], $8::timestamptz[], $9::text[], $11::boolean[],
+                                 $12::int[], $13::text[])
+                WITH ORDINALITY
+                AS o(id, attempt, state, delay_ms, status, error, started_at, finished_at, excerpt, spent,
+                     postponed, signal, n)
         ),
         updated AS (
             UPDATE courier.jobs j
-            SET state = o.state,
+            SET state = CASE WHEN o.spent OR j.attempt > 1 THEN o.state ELSE 'pending' END,
+                attempt = CASE WHEN o.spent THEN j.attempt ELSE j.attempt - 1 END,
+                postponements = j.postponements + o.postponed,
                 run_at = CASE WHEN o.state = 'retrying'
                               THEN now() + o.delay_ms * interval '1 millisecond' ELSE j.run_at END,
                 finished_at = CASE WHEN o.state IN ('succeeded', 'dead') THEN now() END,
@@ -136,7 +268,7 @@ public enum WorkerStatements {
                 last_status = o.status, last_error = o.error
             FROM outcome o
             WHERE j.id = o.id AND j.state = 'running' AND j.attempt = o.attempt AND j.locked_by = $10
-            RETURNING j.id
+            RETURNING j.id, j.host
         ),
         recorded AS (
             INSERT INTO courier.attempts (job_id, attempt, started_at, finished_at, duration_ms, status, error,
@@ -148,8 +280,17 @@ public enum WorkerStatements {
                OR (EXISTS (SELECT 1 FROM courier.jobs j WHERE j.id = o.id)
                    AND NOT EXISTS (SELECT 1 FROM courier.attempts a
                                    WHERE a.job_id = o.id AND a.attempt = o.attempt AND a.started_at = o.started_at))
+        ),
+        signaled AS (
+            SELECT courier.record_destination_outcomes(
+                       array_agg(u.host ORDER BY o.n), array_agg(o.signal ORDER BY o.n),
+                       array_agg(CASE WHEN o.signal = 'gone'
+                                      THEN 'the receiver answered 410 Gone to job ' || o.id END ORDER BY o.n)) AS done
+            FROM updated u
+            JOIN outcome o ON o.id = u.id
+            WHERE o.signal <> 'none'
         )
-        SELECT id FROM updated
+        SELECT u.id FROM updated u, (SELECT count(*) FROM signaled) s
         """
 
     /// Extends the leases of jobs worker `$2` still holds (`$1` ids) by `$3` ms: the heartbeat.
@@ -301,6 +442,15 @@ public enum WorkerStatements {
         WHERE j.state IN ('pending', 'retrying') AND j.run_at <= now()
           AND ($1::text[] IS NULL OR j.queue = ANY ($1::text[]))
         GROUP BY j.queue
+        """
+
+    /// Destinations with an open breaker, disabled ones, and requests running at all of them:
+    /// the worker's destination gauges (one row per host, and the running jobs through
+    /// `jobs_lease_idx`).
+    public static let destinationHealth = """
+        SELECT count(*) FILTER (WHERE opened_at IS NOT NULL), count(*) FILTER (WHERE disabled_at IS NOT NULL),
+               (SELECT count(*) FROM courier.jobs WHERE state = 'running')
+        FROM courier.destinations
         """
 
     /// The notification channel the insert trigger and requeue statements notify on.

@@ -21,8 +21,11 @@ public struct JobStore {
 
     /// Claims up to `limit` due jobs (see `WorkerStatements.claimBatch`); a row the worker
     /// cannot handle is moved to the dead letters instead of failing the others.
-    public func claim(queues: [String]?, limit: Int, leaseMilliseconds: Int) throws -> [ClaimedJob] {
-        try claimBatch(queues: queues, limit: limit, leaseMilliseconds: leaseMilliseconds).jobs
+    public func claim(
+        queues: [String]?, limit: Int, leaseMilliseconds: Int, perHostLimit: Int = 100
+    ) throws -> [ClaimedJob] {
+        try claimBatch(queues: queues, limit: limit, leaseMilliseconds: leaseMilliseconds, perHostLimit: perHostLimit)
+            .jobs
     }
 
     /// Claims up to `limit` due jobs, isolating rows the worker cannot handle.
@@ -37,21 +40,37 @@ public struct JobStore {
     ///   - queues: queues to claim from; nil for all.
     ///   - limit: the most jobs to claim.
     ///   - leaseMilliseconds: how long the lease lasts before a heartbeat must extend it.
-    public func claimBatch(queues: [String]?, limit: Int, leaseMilliseconds: Int) throws -> ClaimResult {
+    ///   - perHostLimit: the in-flight cap, across all workers, of a destination without its own.
+    public func claimBatch(
+        queues: [String]?, limit: Int, leaseMilliseconds: Int, perHostLimit: Int = 100
+    ) throws -> ClaimResult {
         guard limit > 0 else { return ClaimResult() }
         let queueList = queues.map { PostgresArray($0) }
         var rows: [PostgresRow] = []
         var out = ClaimResult()
         do {
-            // See `WorkerStatements.claimSettings`: no wait for the WAL flush (a lost claim leaves
-            // the jobs due, and a delivery made meanwhile is a duplicate at-least-once allows), and
-            // a plan that walks the due index in order.
-            let result = try connection.transaction { connection in
+            // Two statements in one transaction (see `WorkerStatements.lockDestinations` and
+            // `claimBatch`): lock the destinations, then count and claim under those locks. The
+            // transaction need not wait for its WAL flush (`claimSettings`): a lost claim leaves
+            // the jobs due, and a delivery made meanwhile is a duplicate at-least-once allows.
+            rows = try connection.transaction { connection -> [PostgresRow] in
                 try connection.simpleQuery(WorkerStatements.claimSettings)
-                return try connection.queryCached(
-                    WorkerStatements.claimBatch, [queueList, workerID, limit, leaseMilliseconds])
+                let hosts: [String] = try connection.queryCached(
+                    WorkerStatements.lockDestinations, [queueList, limit]
+                ).rows.map { try $0.decode(0) }
+                guard !hosts.isEmpty else { return [] }
+                let result = try connection.queryCached(
+                    WorkerStatements.claimBatch,
+                    [queueList, workerID, limit, leaseMilliseconds, perHostLimit, PostgresArray(hosts)])
+                // One row with NULL job columns when nothing was claimed; the last column says
+                // whether some host's room was used up.
+                var claimed: [PostgresRow] = []
+                for row in result.rows {
+                    if try row.decode(14, as: Bool.self) { out.heldBack = true }
+                    if try row.decode(0, as: Int64?.self) != nil { claimed.append(row) }
+                }
+                return claimed
             }
-            rows = result.rows
         } catch let error as PostgresError where error.isRowDataError {
             let candidates = try connection.queryCached(WorkerStatements.claimCandidates, [queueList, limit])
             for candidate in candidates.rows {
@@ -97,7 +116,10 @@ public struct JobStore {
             maxAttempts: try row.decode(7),
             schedule: schedule,
             signingSecret: try row.decode(9),
-            queueMaxInFlight: try row.decode(10))
+            queueMaxInFlight: try row.decode(10),
+            postponements: try row.decode(12),
+            host: try row.decode(11),
+            parkOnGone: try row.decode(13, as: Bool?.self) ?? true)
     }
 
     /// Records a batch of finished attempts in one round trip; returns the ids whose state
@@ -140,17 +162,24 @@ public struct JobStore {
     private func completeBatch(_ records: [AttemptRecord]) throws -> Set<Int64> {
         var ids: [Int64] = [], attempts: [Int] = [], states: [String] = [], delays: [Double?] = []
         var statuses: [Int?] = [], errors: [String?] = [], started: [Date] = [], finished: [Date] = []
-        var excerpts: [String?] = []
+        var excerpts: [String?] = [], spent: [Bool] = [], postponed: [Int] = [], signals: [String] = []
         for record in records {
             ids.append(record.jobID)
             attempts.append(record.attempt)
             states.append(record.transition.state.rawValue)
-            if case .retry(let delay) = record.transition { delays.append(delay * 1000) } else { delays.append(nil) }
+            switch record.transition {
+            case .retry(let delay), .postpone(let delay): delays.append(delay * 1000)
+            case .park: delays.append(0)
+            case .succeed, .dead: delays.append(nil)
+            }
             statuses.append(record.result.status)
             switch record.transition {
-            case .dead(let reason): errors.append(reason)
+            case .dead(let reason), .park(let reason): errors.append(reason)
             default: errors.append(record.result.error)
             }
+            spent.append(record.transition.spendsAttempt)
+            if case .postpone = record.transition { postponed.append(1) } else { postponed.append(0) }
+            signals.append(record.signal.rawValue)
             started.append(record.startedAt)
             finished.append(record.finishedAt)
             excerpts.append(record.responseExcerpt)
@@ -160,7 +189,8 @@ public struct JobStore {
             [
                 PostgresArray(ids), PostgresArray(attempts), PostgresArray(states), PostgresArray(delays),
                 PostgresArray(statuses), PostgresArray(errors), PostgresArray(started), PostgresArray(finished),
-                PostgresArray(excerpts), workerID,
+                PostgresArray(excerpts), workerID, PostgresArray(spent), PostgresArray(postponed),
+                PostgresArray(signals),
             ])
         return Set(try result.rows.map { try $0.decode(0, as: Int64.self) })
     }
@@ -263,6 +293,12 @@ public struct JobStore {
         }
     }
 
+    /// Fleet-wide destination figures (see `WorkerStatements.destinationHealth`).
+    public func destinationHealth() throws -> DestinationHealth {
+        let row = try connection.queryCached(WorkerStatements.destinationHealth)[0]
+        return DestinationHealth(breakerOpen: try row.decode(0), disabled: try row.decode(1), running: try row.decode(2))
+    }
+
     /// The stored headers as pairs; anything but a JSON object of strings is an error that
     /// names what was found (the row then goes to the dead letters, alone).
     static func decodeHeaders(_ json: String) throws -> [(String, String)] {
@@ -307,12 +343,32 @@ public struct QueueDepth: Sendable, Equatable {
     public var oldestAgeSeconds: Double
 }
 
+/// Destination figures for the worker's metrics.
+public struct DestinationHealth: Sendable, Equatable {
+    /// Destinations whose breaker is open (or half-open).
+    public var breakerOpen: Int
+    /// Disabled destinations.
+    public var disabled: Int
+    /// Requests running at all destinations.
+    public var running: Int
+
+    /// Creates figures.
+    public init(breakerOpen: Int, disabled: Int, running: Int) {
+        self.breakerOpen = breakerOpen
+        self.disabled = disabled
+        self.running = running
+    }
+}
+
 /// What one claim returned.
 public struct ClaimResult: Sendable {
     /// Jobs claimed and ready to send.
     public var jobs: [ClaimedJob] = []
     /// Rows that could not be claimed or read and were moved to `dead` instead.
     public var quarantined: [Quarantined] = []
+    /// True when some host with due jobs was at its in-flight cap: an outcome written for it
+    /// frees room, a reason to claim again before the next poll.
+    public var heldBack = false
 }
 
 /// What one outcome write did.

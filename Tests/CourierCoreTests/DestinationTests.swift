@@ -1,0 +1,310 @@
+import CourierCore
+import CourierTesting
+import Foundation
+import Postgres
+import XCTest
+
+/// Destinations in the database: the claim's cluster-wide caps and fairness, the running count
+/// every path keeps, the breaker, rate limits, 410 and 429 outcomes.
+final class DestinationTests: XCTestCase {
+    private var connection: PostgresConnection!
+    private var other: PostgresConnection!
+    private var queue: String!
+    /// A host name of this test alone (destination rows are shared by every queue).
+    private var tag: String!
+
+    override func setUpWithError() throws {
+        let url = try TestDatabase.shared(label: "destinations")
+        connection = try PostgresConnection(url)
+        other = try PostgresConnection(url)
+        queue = "q\(UInt32.random(in: 0...UInt32.max))"
+        tag = "t\(UInt32.random(in: 0...UInt32.max))"
+    }
+
+    override func tearDown() {
+        connection?.close()
+        other?.close()
+    }
+
+    private func host(_ name: String) -> String { "\(name).\(tag!).test" }
+
+    @discardableResult
+    private func enqueue(_ count: Int, host name: String, maxAttempts: Int = 5, delay: Double = 0) throws -> [Int64] {
+        try (0..<count).map { i in
+            try connection.query(
+                """
+                SELECT courier.enqueue(url => $1, payload => '{}', queue => $2, max_attempts => $3,
+                                       run_at => now() + $4::float8 * interval '1 second')
+                """,
+                ["https://\(host(name)):8443/\(i)", queue, maxAttempts, delay])[0].decode(0, as: Int64.self)
+        }
+    }
+
+    private func running(_ name: String) throws -> Int {
+        try connection.query(
+            "SELECT count(*) FROM courier.jobs WHERE host = $1 AND state = 'running'", [host(name)])[0].decode(0)
+    }
+
+    private func record(_ store: JobStore, _ jobs: [ClaimedJob], _ result: DeliveryResult, postponements: Int = 0)
+        throws
+    {
+        let now = Date()
+        try store.complete(jobs.map { job in
+            AttemptRecord(
+                jobID: job.id, attempt: job.attempt,
+                transition: JobTransition.decide(
+                    result: result, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule,
+                    postponements: job.postponements, parkOnGone: job.parkOnGone, random: 0.5),
+                result: result, startedAt: now, finishedAt: now, responseExcerpt: nil, host: job.host)
+        })
+    }
+
+    func testHostIsDerivedByTheDatabase() throws {
+        let id = try enqueue(1, host: "Mixed")[0]
+        XCTAssertEqual(
+            try connection.query("SELECT host FROM courier.jobs WHERE id = $1", [id])[0].decode(0, as: String.self),
+            host("mixed"))
+        XCTAssertEqual(
+            try connection.query("SELECT courier.url_host('http://[2001:DB8::1]:80/x')")[0].decode(0, as: String.self),
+            "[2001:db8::1]")
+    }
+
+    func testCapHoldsAcrossWorkersAndAnOutcomeFreesRoom() throws {
+        try enqueue(10, host: "a")
+        let first = JobStore(connection: connection, workerID: "w1")
+        let second = JobStore(connection: other, workerID: "w2")
+        let claimedByFirst = try first.claimBatch(queues: [queue], limit: 10, leaseMilliseconds: 60_000, perHostLimit: 3)
+        XCTAssertEqual(claimedByFirst.jobs.count, 3)
+        XCTAssertTrue(claimedByFirst.heldBack, "the host is now at its cap")
+        let claimedBySecond = try second.claimBatch(queues: [queue], limit: 10, leaseMilliseconds: 60_000, perHostLimit: 3)
+        XCTAssertEqual(claimedBySecond.jobs.count, 0, "another worker may not pass the cap")
+        XCTAssertTrue(claimedBySecond.heldBack)
+        XCTAssertEqual(try running("a"), 3)
+        try record(first, [claimedByFirst.jobs[0]], .delivered(status: 200))
+        XCTAssertEqual(try running("a"), 2)
+        XCTAssertEqual(
+            try second.claimBatch(queues: [queue], limit: 10, leaseMilliseconds: 60_000, perHostLimit: 3).jobs.count, 1)
+        // A host's own cap wins over the workers' default.
+        try connection.query("UPDATE courier.destinations SET max_in_flight = 5 WHERE host = $1", [host("a")])
+        XCTAssertEqual(
+            try second.claimBatch(queues: [queue], limit: 10, leaseMilliseconds: 60_000, perHostLimit: 3).jobs.count, 2)
+    }
+
+    func testConcurrentClaimersNeverPassTheCap() throws {
+        try enqueue(200, host: "busy")
+        let url = try TestDatabase.shared(label: "destinations")
+        let queue = self.queue!
+        let failures = UncheckedList()
+        let group = DispatchGroup()
+        let claimedTotal = UncheckedList()
+        for index in 0..<4 {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                do {
+                    let connection = try PostgresConnection(url)
+                    defer { connection.close() }
+                    let store = JobStore(connection: connection, workerID: "c\(index)")
+                    for _ in 0..<20 {
+                        let jobs = try store.claim(queues: [queue], limit: 5, leaseMilliseconds: 60_000, perHostLimit: 7)
+                        claimedTotal.append("\(jobs.count)")
+                    }
+                } catch {
+                    failures.append("\(error)")
+                }
+            }.start()
+        }
+        group.wait()
+        XCTAssertEqual(failures.items, [])
+        XCTAssertEqual(claimedTotal.items.compactMap(Int.init).reduce(0, +), 7)
+        XCTAssertEqual(try running("busy"), 7)
+        XCTAssertEqual(
+            try connection.query(
+                "SELECT count(*) FROM courier.jobs WHERE queue = $1 AND state = 'running'", [queue]
+            )[0].decode(0, as: Int.self), 7)
+    }
+
+    func testABacklogForOneHostDoesNotDelayAnotherHost() throws {
+        try enqueue(500, host: "backlog")
+        let lone = try enqueue(1, host: "lone")[0]
+        let store = JobStore(connection: connection, workerID: "w1")
+        let claimed = try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000, perHostLimit: 100)
+        XCTAssertEqual(claimed.count, 10)
+        XCTAssertTrue(claimed.contains { $0.id == lone }, "the other host's job is in the first claim")
+    }
+
+    func testWithinOneHostJobsStartInRunAtOrder() throws {
+        // Enqueued in reverse time order: run_at, not id, decides.
+        var expected: [Int64] = []
+        for offset in stride(from: -1.0, through: -30.0, by: -1.0).reversed() {
+            expected.append(try enqueue(1, host: "ordered", delay: offset)[0])
+        }
+        let store = JobStore(connection: connection, workerID: "w1")
+        var started: [Int64] = []
+        while true {
+            let jobs = try store.claim(queues: [queue], limit: 4, leaseMilliseconds: 60_000, perHostLimit: 100)
+            if jobs.isEmpty { break }
+            started += jobs.map(\.id)
+        }
+        XCTAssertEqual(started, expected)
+    }
+
+    func testEveryPathOutOfRunningFreesRoomAtTheHost() throws {
+        try enqueue(12, host: "paths", maxAttempts: 1)
+        let store = JobStore(connection: connection, workerID: "w1")
+        func claim() throws -> [ClaimedJob] {
+            try store.claim(queues: [queue], limit: 12, leaseMilliseconds: 60_000, perHostLimit: 6)
+        }
+        let jobs = try claim()
+        XCTAssertEqual(jobs.count, 6)
+        XCTAssertEqual(try claim().count, 0, "at the cap")
+        // A give-back, an outcome, a rescue, an operator's cancel, a DELETE, a hand-written
+        // UPDATE: each frees exactly one slot.
+        try store.release([(jobs[0].id, jobs[0].attempt)], delayMilliseconds: 60_000)
+        XCTAssertEqual(try claim().count, 1)
+        try record(store, [jobs[1]], .retryable(status: 500, error: "HTTP 500", retryAfter: nil))
+        XCTAssertEqual(try claim().count, 1)
+        try connection.query(
+            "UPDATE courier.jobs SET locked_until = now() - interval '1 second' WHERE id = $1", [jobs[2].id])
+        _ = try store.maintain(retentionSeconds: 86_400, leaseMilliseconds: 1)
+        XCTAssertEqual(try claim().count, 1)
+        try connection.query(
+            """
+            UPDATE courier.jobs SET state = 'cancelled', finished_at = now(), locked_by = NULL, locked_until = NULL
+            WHERE id = $1
+            """, [jobs[3].id])
+        XCTAssertEqual(try claim().count, 1)
+        try connection.query("DELETE FROM courier.jobs WHERE id = $1", [jobs[4].id])
+        XCTAssertEqual(try claim().count, 1)
+        XCTAssertEqual(try running("paths"), 6)
+        XCTAssertEqual(try claim().count, 0)
+    }
+
+    func testDisabledHostIsNotClaimedAndEnablingResumes() throws {
+        try enqueue(3, host: "off")
+        let admin = DestinationStore(connection: connection)
+        try admin.disable(host("off"), reason: "maintenance")
+        let store = JobStore(connection: connection, workerID: "w1")
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000).count, 0)
+        let listed = try XCTUnwrap(try admin.list(host: host("off"), limit: 5, defaultMaxInFlight: 100).first)
+        XCTAssertEqual(listed.due, 3, "parked jobs stay due and visible")
+        XCTAssertEqual(listed.disabledReason, "maintenance")
+        XCTAssertTrue(try admin.enable(host("off")))
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000).count, 3)
+        XCTAssertFalse(try admin.enable(host("never-seen")))
+    }
+
+    func testBreakerOpensThenOneProbeClosesIt() throws {
+        try enqueue(10, host: "flaky")
+        try DestinationStore(connection: connection).update(host("flaky"), {
+            var change = DestinationSettingsChange()
+            change.breakerThreshold = 3
+            change.breakerCooldownSeconds = 60
+            return change
+        }())
+        let store = JobStore(connection: connection, workerID: "w1")
+        let first = try store.claim(queues: [queue], limit: 3, leaseMilliseconds: 60_000)
+        XCTAssertEqual(first.count, 3)
+        try record(store, first, .retryable(status: 502, error: "HTTP 502", retryAfter: nil))
+        let state = try connection.query(
+            "SELECT failure_streak, opened_at IS NOT NULL, probe_at > now() + interval '50 seconds' FROM courier.destinations WHERE host = $1",
+            [host("flaky")])[0]
+        XCTAssertEqual(try state.decode(0, as: Int.self), 3)
+        XCTAssertEqual(try state.decode(1, as: Bool.self), true)
+        XCTAssertEqual(try state.decode(2, as: Bool.self), true)
+        // Open: nothing is claimed, and the waiting jobs spend no attempt.
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000).count, 0)
+        // The cool-down is over: exactly one probe goes, even with room for more.
+        try connection.query("UPDATE courier.destinations SET probe_at = now() WHERE host = $1", [host("flaky")])
+        let probe = try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000)
+        XCTAssertEqual(probe.count, 1)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000).count, 0)
+        try record(store, probe, .delivered(status: 200))
+        XCTAssertEqual(
+            try connection.query(
+                "SELECT failure_streak, opened_at IS NULL FROM courier.destinations WHERE host = $1", [host("flaky")]
+            )[0].decode(1, as: Bool.self), true)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000).count, 6)
+        XCTAssertEqual(
+            try connection.query(
+                "SELECT count(*) FROM courier.jobs WHERE queue = $1 AND attempt = 0", [queue])[0].decode(0, as: Int.self),
+            0)
+    }
+
+    func testRateLimitStartsAtMostItsRatePerSecond() throws {
+        try enqueue(20, host: "slow")
+        var change = DestinationSettingsChange()
+        change.rateLimit = .some(5)
+        try DestinationStore(connection: connection).update(host("slow"), change)
+        let store = JobStore(connection: connection, workerID: "w1")
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 20, leaseMilliseconds: 60_000).count, 5)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 20, leaseMilliseconds: 60_000).count, 0)
+        Thread.sleep(forTimeInterval: 0.45)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 20, leaseMilliseconds: 60_000).count, 2)
+    }
+
+    func testTooManyRequestsPostponesWithoutSpendingAnAttempt() throws {
+        let id = try enqueue(1, host: "busy429", maxAttempts: 1)[0]
+        let store = JobStore(connection: connection, workerID: "w1")
+        let jobs = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 60_000)
+        try record(store, jobs, .retryable(status: 429, error: "HTTP 429", retryAfter: 30))
+        let row = try connection.query(
+            """
+            SELECT state::text, attempt, postponements, run_at > now() + interval '25 seconds',
+                   (SELECT count(*) FROM courier.attempts WHERE job_id = $1)
+            FROM courier.jobs WHERE id = $1
+            """, [id])[0]
+        XCTAssertEqual(try row.decode(0, as: String.self), "pending", "its only attempt is not spent")
+        XCTAssertEqual(try row.decode(1, as: Int.self), 0)
+        XCTAssertEqual(try row.decode(2, as: Int.self), 1)
+        XCTAssertEqual(try row.decode(3, as: Bool.self), true)
+        XCTAssertEqual(try row.decode(4, as: Int.self), 1, "the request still leaves an attempt row")
+        XCTAssertEqual(
+            try connection.query("SELECT failure_streak FROM courier.destinations WHERE host = $1", [host("busy429")])[0]
+                .decode(0, as: Int.self), 0, "429 is not a failure of the receiver")
+    }
+
+    func testGoneOnASharedHostEndsOnlyThatJob() throws {
+        let ids = try enqueue(2, host: "shared")
+        var change = DestinationSettingsChange()
+        change.disableOnGone = false
+        try DestinationStore(connection: connection).update(host("shared"), change)
+        let store = JobStore(connection: connection, workerID: "w1")
+        let jobs = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 60_000)
+        XCTAssertEqual(jobs.first?.parkOnGone, false)
+        try record(store, jobs, .permanent(status: 410, error: "HTTP 410 Gone"))
+        XCTAssertEqual(
+            try connection.query("SELECT state::text FROM courier.jobs WHERE id = $1", [ids[0]])[0].decode(0, as: String.self),
+            "dead")
+        XCTAssertEqual(
+            try connection.query("SELECT disabled_at IS NULL FROM courier.destinations WHERE host = $1", [host("shared")])[0]
+                .decode(0, as: Bool.self), true)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000).map(\.id), [ids[1]])
+    }
+
+    func testGoneDisablesTheHostAndParksItsJobs() throws {
+        let ids = try enqueue(3, host: "gone")
+        let store = JobStore(connection: connection, workerID: "w1")
+        let jobs = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 60_000)
+        try record(store, jobs, .permanent(status: 410, error: "HTTP 410 Gone"))
+        let destination = try connection.query(
+            "SELECT disabled_at IS NOT NULL, disabled_reason FROM courier.destinations WHERE host = $1", [host("gone")])[0]
+        XCTAssertEqual(try destination.decode(0, as: Bool.self), true)
+        XCTAssertEqual(try destination.decode(1, as: String.self), "the receiver answered 410 Gone to job \(jobs[0].id)")
+        let states = try connection.query(
+            "SELECT state::text, attempt FROM courier.jobs WHERE id = ANY ($1) ORDER BY id", [PostgresArray(ids)]
+        ).rows.map { "\(try $0.decode(0, as: String.self)):\(try $0.decode(1, as: Int.self))" }
+        XCTAssertEqual(states, ["pending:0", "pending:0", "pending:0"], "parked, nothing dropped, no attempt spent")
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000).count, 0)
+        XCTAssertTrue(try DestinationStore(connection: connection).enable(host("gone")))
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000).count, 3)
+    }
+}
+
+/// A list several threads append to.
+private final class UncheckedList: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [String] = []
+    func append(_ value: String) { lock.withLock { values.append(value) } }
+    var items: [String] { lock.withLock { values } }
+}
