@@ -63,6 +63,7 @@ let package = Package(
                 .embedInCode("Migrations/0003_cheaper_queue_check.sql"),
                 .embedInCode("Migrations/0004_hostile_input.sql"),
                 .embedInCode("Migrations/0005_destinations.sql"),
+                .embedInCode("Migrations/0006_retention.sql"),
             ],
             swiftSettings: strict
         ),

@@ -16,6 +16,8 @@ public final class WorkerMetrics: @unchecked Sendable {
         "courier_jobs_rescued_total": "Running jobs whose lease expired, returned to retrying or moved to dead.",
         "courier_jobs_quarantined_total":
             "Jobs moved to the dead letters because the worker could not claim, read or record their row.",
+        "courier_jobs_deleted_total":
+            "Finished jobs deleted by retention, counted by the worker that held the maintenance lock.",
         "courier_delivery_duration_seconds": "Time from sending a request to knowing its outcome.",
         "courier_deliveries_in_flight": "Requests on the wire now (from sending until the response or failure).",
         "courier_queue_due_jobs": "Jobs due now, by queue (refreshed every maintenance pass).",
@@ -31,6 +33,8 @@ public final class WorkerMetrics: @unchecked Sendable {
     let deferred = Counter(label: "courier_jobs_deferred_total")
     let rescued = Counter(label: "courier_jobs_rescued_total")
     let quarantined = Counter(label: "courier_jobs_quarantined_total")
+    /// Finished jobs deleted by retention (by whichever worker held the maintenance lock).
+    let retentionDeleted = Counter(label: "courier_jobs_deleted_total")
     let latency = Timer(label: "courier_delivery_duration_seconds")
     /// Requests on the wire now: a delivery counts from the moment it starts sending until its
     /// response (or failure) is known, not while its outcome waits to be written.

@@ -1,3 +1,4 @@
+import CourierCore
 import Foundation
 import Postgres
 
@@ -32,8 +33,16 @@ public struct WorkerConfiguration: Sendable {
     public var capDeferral: Double
     /// Seconds between maintenance passes: rescue of expired leases and retention (default 5).
     public var maintenanceInterval: Double
-    /// Age in seconds after which succeeded jobs are deleted (default 7 days).
+    /// Age in seconds after which succeeded jobs are deleted (default 7 days), for queues whose
+    /// `keep_succeeded` is not set (`courier queues set NAME --keep-succeeded`).
     public var retention: Double
+    /// Age in seconds after which cancelled jobs are deleted, where the queue sets nothing (default 7 days).
+    public var retentionCancelled: Double = 7 * 86_400
+    /// Age in seconds after which dead jobs are deleted, where the queue sets nothing (default 30 days).
+    public var retentionDead: Double = 30 * 86_400
+    /// How much deleting one maintenance pass may do, and how soon the next pass runs while
+    /// old jobs are left (default: batches of 5,000 for up to 1 s, again after 0.1 s).
+    public var retentionBudget = RetentionBudget()
     /// Seconds in-flight deliveries get to finish after a stop is asked (default 25).
     public var gracePeriod: Double
     /// Seconds after the grace period during which a stopping loop keeps retrying to write

@@ -26,7 +26,7 @@ public final class WorkerPool: @unchecked Sendable {
 
     private let listenerQueue = DispatchQueue(label: "courier.listener")
     private let maintenanceQueue = DispatchQueue(label: "courier.maintenance")
-    private var maintenanceTimer: (any DispatchSourceTimer)?
+    private let maintenance = MaintenanceState()
     private let helpersDone = DispatchGroup()
 
     private let lock = NSLock()
@@ -108,7 +108,7 @@ public final class WorkerPool: @unchecked Sendable {
         guard wasStarted else { return }
         loops.forEach { $0.stop() }
         loops.forEach { $0.waitUntilDone() }
-        maintenanceQueue.sync { maintenanceTimer?.cancel() }
+        maintenanceQueue.sync { finishMaintenance() }
         helpersDone.wait()
         logger.info("worker stopped", metadata: ["worker.id": "\(configuration.workerID)"])
     }
@@ -172,50 +172,94 @@ public final class WorkerPool: @unchecked Sendable {
     // MARK: Maintenance
 
     /// Every `maintenanceInterval`: one maintenance pass if no other worker is running one,
-    /// and this process's reading of queue depth for the metrics.
+    /// and this process's reading of queue depth for the metrics. A pass that stopped on its
+    /// deletion budget with old jobs left is followed by the next one after
+    /// `retentionBudget.pauseWhenBehind`, so retention keeps up with any traffic the database
+    /// can delete; the depth reading stays at the regular interval.
     private func startMaintenance() {
         helpersDone.enter()
-        let timer = DispatchSource.makeTimerSource(queue: maintenanceQueue)
-        var connection: PostgresConnection?
-        timer.schedule(
-            deadline: .now() + configuration.maintenanceInterval, repeating: configuration.maintenanceInterval)
-        timer.setEventHandler { [self] in
-            do {
-                if connection == nil { connection = try connect("courier-maintenance") }
-                try maintainOnce(connection!)
-            } catch {
-                connection?.close()
-                connection = nil
-                logger.warning("maintenance pass failed", metadata: ["error": "\(ClaimLoop.loggable(error))"])
-            }
-        }
-        timer.setCancelHandler { [helpersDone] in
-            connection?.close()
-            helpersDone.leave()
-        }
-        maintenanceTimer = timer
-        timer.resume()
+        scheduleMaintenance(after: configuration.maintenanceInterval)
     }
 
-    private func maintainOnce(_ connection: PostgresConnection) throws {
-        let store = JobStore(connection: connection, workerID: configuration.workerID)
-        if let report = try store.maintain(
-            retentionSeconds: configuration.retention, leaseMilliseconds: Int(configuration.leaseDuration * 1000))
-        {
-            let rescued = report.rescuedToRetrying + report.rescuedToDead
-            if rescued > 0 {
-                metrics.rescued.increment(by: rescued)
-                logger.warning(
-                    "rescued jobs whose lease expired",
-                    metadata: ["jobs.retrying": "\(report.rescuedToRetrying)", "jobs.dead": "\(report.rescuedToDead)"])
-                wakeAll()
-            }
-            if report.deletedSucceeded > 0 {
-                logger.debug("retention deleted succeeded jobs", metadata: ["jobs.count": "\(report.deletedSucceeded)"])
-            }
+    /// The maintenance loop's state; touched only on `maintenanceQueue`.
+    private final class MaintenanceState: @unchecked Sendable {
+        var connection: PostgresConnection?
+        var next: DispatchWorkItem?
+        var finished = false
+        var lastDepth = DispatchTime(uptimeNanoseconds: 0)
+    }
+
+    private func scheduleMaintenance(after seconds: Double) {
+        let item = DispatchWorkItem { [self] in maintenanceRound() }
+        maintenance.next = item
+        maintenanceQueue.asyncAfter(deadline: .now() + seconds, execute: item)
+    }
+
+    /// Ends the loop once, whether the stop came between rounds (the waiting round is
+    /// cancelled, so a stop never waits for a maintenance interval) or during one.
+    private func finishMaintenance() {
+        guard !maintenance.finished else { return }
+        maintenance.finished = true
+        maintenance.next?.cancel()
+        maintenance.connection?.close()
+        maintenance.connection = nil
+        helpersDone.leave()
+    }
+
+    private func maintenanceRound() {
+        if isStopped || maintenance.finished {
+            finishMaintenance()
+            return
         }
-        metrics.recordDepth(try store.queueDepth(queues: configuration.queues))
-        metrics.recordDestinations(try store.destinationHealth())
+        var delay = configuration.maintenanceInterval
+        do {
+            if maintenance.connection == nil { maintenance.connection = try connect("courier-maintenance") }
+            let connection = maintenance.connection!
+            let report = try maintainOnce(connection)
+            delay = configuration.retentionBudget.nextPass(after: report, interval: configuration.maintenanceInterval)
+            if DispatchTime.now() >= maintenance.lastDepth + configuration.maintenanceInterval * 0.9 {
+                let store = JobStore(connection: connection, workerID: configuration.workerID)
+                metrics.recordDepth(try store.queueDepth(queues: configuration.queues))
+                metrics.recordDestinations(try store.destinationHealth())
+                maintenance.lastDepth = .now()
+            }
+        } catch {
+            maintenance.connection?.close()
+            maintenance.connection = nil
+            logger.warning("maintenance pass failed", metadata: ["error": "\(ClaimLoop.loggable(error))"])
+        }
+        scheduleMaintenance(after: delay)
+    }
+
+    private func maintainOnce(_ connection: PostgresConnection) throws -> MaintenanceReport? {
+        let store = JobStore(connection: connection, workerID: configuration.workerID)
+        let retention = RetentionDefaults(
+            succeeded: configuration.retention, cancelled: configuration.retentionCancelled,
+            dead: configuration.retentionDead)
+        let report = try store.maintain(
+            retention: retention, leaseMilliseconds: Int(configuration.leaseDuration * 1000),
+            budget: configuration.retentionBudget)
+        guard let report else { return nil }
+        let rescued = report.rescuedToRetrying + report.rescuedToDead
+        if rescued > 0 {
+            metrics.rescued.increment(by: rescued)
+            logger.warning(
+                "rescued jobs whose lease expired",
+                metadata: ["jobs.retrying": "\(report.rescuedToRetrying)", "jobs.dead": "\(report.rescuedToDead)"])
+            wakeAll()
+        }
+        if report.deleted > 0 {
+            metrics.retentionDeleted.increment(by: report.deleted)
+            logger.debug(
+                "retention deleted finished jobs",
+                metadata: [
+                    "jobs.succeeded": "\(report.deletedSucceeded)", "jobs.cancelled": "\(report.deletedCancelled)",
+                    "jobs.dead": "\(report.deletedDead)", "retention.caught_up": "\(report.caughtUp)",
+                    "retention.batches": "\(report.deleteBatches)",
+                    "retention.seconds": "\(String(format: "%.3f", report.deletionSeconds))",
+                ])
+        }
+        return report
     }
 }
 

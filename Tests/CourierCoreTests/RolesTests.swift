@@ -126,7 +126,10 @@ final class RolesTests: XCTestCase {
             ORDER BY 1
             """
         ).rows
-        XCTAssertEqual(try rows.map { try $0.decode(0, as: String.self) }, ["enqueue", "enqueue_raw"])
+        XCTAssertEqual(
+            try rows.map { try $0.decode(0, as: String.self) },
+            ["count_jobs_deleted", "count_jobs_inserted", "count_jobs_truncated", "count_jobs_updated", "enqueue",
+             "enqueue_raw", "fold_job_counts"])
         for row in rows {
             XCTAssertEqual(try row.decode(1, as: Bool.self), true)
             XCTAssertEqual(try row.decode(2, as: String.self), "search_path=pg_catalog, pg_temp")
@@ -138,6 +141,7 @@ final class RolesTests: XCTestCase {
         let connection = try PostgresConnection(try Self.url(databaseURL, user: outsider))
         openConnections.append(connection)
         assertRefused(connection, "SELECT courier.enqueue(url => 'https://a.example/', payload => '{}')")
+        assertRefused(connection, "SELECT courier.fold_job_counts()")
     }
 
     func testWorkerRunsEveryWorkerStatementAndCannotRewriteRequests() throws {
@@ -153,7 +157,7 @@ final class RolesTests: XCTestCase {
             WorkerStatements.claimBatch, WorkerStatements.claimCandidates, WorkerStatements.claimOne,
             WorkerStatements.quarantineDue, WorkerStatements.quarantineRunning, WorkerStatements.completeBatch,
             WorkerStatements.heartbeat, WorkerStatements.release, WorkerStatements.tryMaintenanceLock,
-            WorkerStatements.rescueExpired, WorkerStatements.deleteExpiredSucceeded, WorkerStatements.queueDepth,
+            WorkerStatements.rescueExpired, WorkerStatements.deleteExpiredFinished, WorkerStatements.queueDepth,
         ].enumerated() {
             XCTAssertNoThrow(try worker.prepare(name: "worker_\(index)", sql: sql), sql)
         }

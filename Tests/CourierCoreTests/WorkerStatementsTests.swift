@@ -22,7 +22,7 @@ final class WorkerStatementsTests: XCTestCase {
             WorkerStatements.lockDestinations, WorkerStatements.claimBatch, WorkerStatements.completeBatch,
             WorkerStatements.heartbeat,
             WorkerStatements.release, WorkerStatements.tryMaintenanceLock, WorkerStatements.rescueExpired,
-            WorkerStatements.deleteExpiredSucceeded,
+            WorkerStatements.deleteExpiredFinished,
         ]
         for (index, sql) in statements.enumerated() {
             XCTAssertNoThrow(try connection.prepare(name: "check_\(index)", sql: sql), sql)

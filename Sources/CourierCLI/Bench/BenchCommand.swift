@@ -37,6 +37,11 @@ struct BenchCommand: ParsableCommand {
               inflight  1,000 deliveries held open by a slow sink: the worker's peak memory
               saturated every slot held 5 s by the sink (about 40 deliveries/s with 200 slots):
                         the worker's CPU while it only waits, over 30 s (not in the default set)
+              scale     --due jobs drained on an empty table, then again next to --history
+                        finished jobs: drain, claim p99, queue_stats time (not in the default set)
+              soak      --soak-rate jobs/s for --soak-duration, worker --retention --soak-retention:
+                        table and index sizes every 30 s, removal vs enqueue (not in the default set)
+              scaleout  --jobs drained by --worker-processes worker processes (not in the default set)
 
             Benchmark a release build: swift build -c release && .build/release/courier bench
 
@@ -69,10 +74,12 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Give up on a scenario after this long (default 300s).")
     var timeout: String = "300s"
     @OptionGroup var output: OutputOptions
+    @OptionGroup var scale: ScaleOptions
 
     func validate() throws {
         let known: Set<String> = [
             "drain", "drain-limit200", "fanout", "failing-host", "latency", "flaky", "ceilings", "inflight", "saturated",
+            "scale", "soak", "scaleout",
         ]
         for name in scenarioList where !known.contains(name) {
             throw CLIError.usage("--scenarios: unknown scenario \(name.debugDescription) (use \(known.sorted().joined(separator: ", ")))")
@@ -141,6 +148,12 @@ struct BenchCommand: ParsableCommand {
             case "inflight":
                 guard sinkURL == nil else { say("inflight: skipped (needs the built-in sink)"); continue }
                 results.append(try runner.inflight(jobs: 3000, concurrency: 1000))
+            case "scale": results += try runner.scale(history: scale.history, due: scale.due)
+            case "soak":
+                results.append(try runner.soak(
+                    rate: scale.soakRate, seconds: try parseDuration(scale.soakDuration, flag: "--soak-duration"),
+                    retention: try parseDuration(scale.soakRetention, flag: "--soak-retention")))
+            case "scaleout": results += try runner.scaleout(jobs: jobs, processes: try scale.processCounts())
             default: break
             }
         }

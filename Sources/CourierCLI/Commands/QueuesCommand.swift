@@ -12,8 +12,10 @@ struct QueuesCommand: ParsableCommand {
               courier queues list
               courier queues pause billing
               courier queues set billing --max-attempts 5
+              courier queues set billing --keep-succeeded 3d --keep-dead 90d
+              courier queues show billing
             """,
-        subcommands: [List.self, Pause.self, Resume.self, Set.self]
+        subcommands: [List.self, Show.self, Pause.self, Resume.self, Set.self]
     )
 
     struct List: ParsableCommand {
@@ -154,6 +156,7 @@ struct QueuesCommand: ParsableCommand {
         var maxInFlight: String?
         @Flag(help: "Create the queue's settings when it has none and no jobs yet.")
         var create = false
+        @OptionGroup var keep: KeepOptions
 
         func run() throws {
             var change = QueueSettingsChange()
@@ -168,8 +171,9 @@ struct QueuesCommand: ParsableCommand {
             }
             if let signingSecretFile { change.signingSecret = .some(try Self.readSecret(signingSecretFile)) }
             if clearSigningSecret { change.signingSecret = .some(nil) }
-            guard !change.isEmpty else {
-                throw CLIError.usage("nothing to change: give --max-attempts, --retry-schedule, --signing-secret-file, --clear-signing-secret or --max-in-flight")
+            let retention = try keep.change()
+            guard !change.isEmpty || !retention.isEmpty else {
+                throw CLIError.usage("nothing to change: give --max-attempts, --retry-schedule, --signing-secret-file, --clear-signing-secret, --max-in-flight or --keep-succeeded, --keep-cancelled, --keep-dead")
             }
             let connection = try database.connect()
             defer { connection.close() }
@@ -177,16 +181,22 @@ struct QueuesCommand: ParsableCommand {
             if !create {
                 try QueueCheck.requireKnown(name, store: store, createHint: "pass --create to set up a new queue")
             }
-            try store.update(name, change)
+            if !change.isEmpty { try store.update(name, change) }
+            try store.updateRetention(name, retention)
             let settings = try store.queues().first { $0.name == name }
+            let kept = try store.retention(of: name)
             if output.json {
                 try Output.json([
                     "name": name, "max_attempts": Output.orNull(settings?.maxAttempts),
                     "retry_schedule_seconds": Output.orNull(settings?.retrySchedule), "signed": settings?.signed ?? false,
                     "max_in_flight": Output.orNull(settings?.maxInFlight), "paused": settings?.paused ?? false,
+                    "keep_succeeded_seconds": Output.orNull(kept.keepSucceeded),
+                    "keep_cancelled_seconds": Output.orNull(kept.keepCancelled),
+                    "keep_dead_seconds": Output.orNull(kept.keepDead),
                 ])
             } else {
                 print("Queue \(name): max attempts \(settings?.maxAttempts.map(String.init) ?? "default"), retry schedule \(Output.schedule(settings?.retrySchedule)), signed \((settings?.signed ?? false) ? "yes" : "no"), max in flight \(settings?.maxInFlight.map(String.init) ?? "default").")
+                if !retention.isEmpty { print(KeepOptions.summary(kept)) }
             }
         }
 

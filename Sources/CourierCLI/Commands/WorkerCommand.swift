@@ -47,8 +47,14 @@ struct WorkerCommand: ParsableCommand {
     @Option(name: .customLong("grace-period"), help: "Time in-flight deliveries get after SIGTERM (default 25s).")
     var gracePeriod: String?
 
-    @Option(help: "Delete succeeded jobs older than this (default 7d).")
+    @Option(help: "Delete succeeded jobs older than this, where the queue sets no --keep-succeeded (default 7d).")
     var retention: String?
+
+    @Option(name: .customLong("retention-cancelled"), help: "The same for cancelled jobs (default 7d).")
+    var retentionCancelled: String?
+
+    @Option(name: .customLong("retention-dead"), help: "The same for dead jobs (default 30d).")
+    var retentionDead: String?
 
     @Option(name: .customLong("request-timeout"), help: "Total timeout of one request (default 30s).")
     var requestTimeout: String?
@@ -131,6 +137,10 @@ struct WorkerCommand: ParsableCommand {
         }
         if let v = try duration(gracePeriod, "GRACE_PERIOD", "grace-period") { config.gracePeriod = v }
         if let v = try duration(retention, "RETENTION", "retention") { config.retention = v }
+        if let v = try duration(retentionCancelled, "RETENTION_CANCELLED", "retention-cancelled") {
+            config.retentionCancelled = v
+        }
+        if let v = try duration(retentionDead, "RETENTION_DEAD", "retention-dead") { config.retentionDead = v }
         var http = HTTPDelivererConfiguration()
         if let v = try duration(requestTimeout, "REQUEST_TIMEOUT", "request-timeout") { http.totalTimeout = v }
         if let v = try duration(connectTimeout, "CONNECT_TIMEOUT", "connect-timeout") { http.connectTimeout = v }

@@ -9,5 +9,6 @@ public enum EmbeddedMigrations {
         Migration(fileName: "0003_cheaper_queue_check.sql", bytes: PackageResources._003_cheaper_queue_check_sql),
         Migration(fileName: "0004_hostile_input.sql", bytes: PackageResources._004_hostile_input_sql),
         Migration(fileName: "0005_destinations.sql", bytes: PackageResources._005_destinations_sql),
+        Migration(fileName: "0006_retention.sql", bytes: PackageResources._006_retention_sql),
     ]
 }

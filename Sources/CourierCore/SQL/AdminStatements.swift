@@ -344,12 +344,14 @@ public enum AdminStatements {
         """
 
     /// Unfinished and dead jobs per queue and state (exact, over `jobs_state_queue_idx`),
-    /// with the oldest due job's age in seconds (the lag).
+    /// with the oldest due job's age in seconds (the lag; pending and retrying jobs only: a
+    /// dead or running job is never lag).
     public static let statsActive = """
         SELECT queue, state::text, count(*),
                -- Epochs subtracted rather than timestamps: a hand-written `-infinity` run_at then
                -- shows as an infinite lag instead of failing the whole statement.
-               (extract(epoch FROM now()) - extract(epoch FROM min(run_at) FILTER (WHERE run_at <= now())))::float8
+               (extract(epoch FROM now())
+                - extract(epoch FROM min(run_at) FILTER (WHERE run_at <= now() AND state IN ('pending', 'retrying'))))::float8
         FROM courier.jobs
         WHERE state IN ('pending', 'running', 'retrying', 'dead')
         GROUP BY queue, state

@@ -48,4 +48,64 @@ public enum BenchStatements {
         SELECT current_setting('server_version'), current_setting('fsync'), current_setting('synchronous_commit'),
                current_setting('shared_buffers')
         """
+
+    // MARK: Scale and soak
+
+    /// Writes `$4` succeeded jobs of queue `$1` (request to `$2`, body `$3`), each with its
+    /// attempt row, in one statement: the history of the `scale` scenario. The first finished
+    /// `$5` seconds ago, each next one `$6` ms later, so the finished-time indexes grow in
+    /// order as they do in production. Rows pass the insert triggers (validation, counts).
+    public static let loadFinished = """
+        WITH j AS (
+            INSERT INTO courier.jobs (queue, state, method, url, headers, body, attempt, max_attempts, run_at,
+                                      created_at, updated_at, finished_at, last_status)
+            SELECT $1, 'succeeded', 'POST', $2, '{"Content-Type": "application/json"}', $3::bytea, 1, 10, s.t, s.t, s.t,
+                   s.t + interval '5 milliseconds', 200
+            FROM generate_series(1, $4::int) AS i,
+                 LATERAL (SELECT now() - $5::float8 * interval '1 second' + i * $6::float8 * interval '1 millisecond' AS t) s
+            RETURNING id, run_at, finished_at
+        )
+        INSERT INTO courier.attempts (job_id, attempt, started_at, finished_at, duration_ms, status, response_excerpt, worker)
+        SELECT j.id, 1, j.run_at, j.finished_at, 5, 200, '{"ok":true}', 'bench-history' FROM j
+        """
+
+    /// Enqueues `$4` jobs of queue `$3` (request to `$1`, body `$2`) through `courier.enqueue_raw`,
+    /// one call per job inside one statement: the producer of the `soak` scenario.
+    public static let enqueueMany = """
+        SELECT count(courier.enqueue_raw(url => $1, body => $2::bytea, headers => '{"Content-Type": "application/json"}',
+                                         queue => $3))
+        FROM generate_series(1, $4::int)
+        """
+
+    /// Sizes in bytes of the jobs and attempts tables (heap with TOAST) and of their indexes,
+    /// the jobs of queue `$1` (from `courier.queue_stats`, so polling it often costs the server
+    /// nothing), and how many of its succeeded jobs finished more than `$2` seconds ago (stale:
+    /// older than the retention; a range of `jobs_retention_idx`).
+    public static let soakSample = """
+        SELECT pg_table_size('courier.jobs'), pg_indexes_size('courier.jobs'),
+               pg_table_size('courier.attempts'), pg_indexes_size('courier.attempts'),
+               (SELECT coalesce(sum(s.jobs), 0)::bigint FROM courier.queue_stats s WHERE s.queue = $1),
+               (SELECT count(*) FROM courier.jobs
+                WHERE queue = $1 AND state = 'succeeded' AND finished_at < now() - $2::float8 * interval '1 second')
+        """
+
+    /// Jobs of queue `$1`, from the maintained counts: cheap enough to poll every few
+    /// milliseconds while retention deletes.
+    public static let queueJobs = """
+        SELECT coalesce(sum(jobs), 0)::bigint FROM courier.queue_stats WHERE queue = $1
+        """
+
+    /// Jobs of queue `$1` that are not succeeded (none once a soak has delivered everything).
+    public static let notSucceeded = """
+        SELECT count(*) FROM courier.jobs WHERE queue = $1 AND state <> 'succeeded'
+        """
+
+    /// The health view, read whole.
+    public static let queueStats = "SELECT * FROM courier.queue_stats"
+
+    /// What `courier.queue_stats` computed before migration 0006: an exact count of every row
+    /// per queue and state, for comparison.
+    public static let countEveryRow = """
+        SELECT queue, state, count(*), min(run_at) FROM courier.jobs GROUP BY queue, state
+        """
 }

@@ -1,0 +1,340 @@
+import ArgumentParser
+import CourierCore
+import Foundation
+import Postgres
+
+/// Flags of the `scale`, `soak` and `scaleout` scenarios of `courier bench`.
+struct ScaleOptions: ParsableArguments {
+    @Option(help: "Scale: finished jobs (each with an attempt row) kept as history (default 5000000).")
+    var history: Int = 5_000_000
+    @Option(help: "Scale: jobs due at once, drained with and without the history (default 500000).")
+    var due: Int = 500_000
+    @Option(name: .customLong("soak-rate"), help: "Soak: jobs enqueued per second (default 3000).")
+    var soakRate: Int = 3000
+    @Option(name: .customLong("soak-duration"), help: "Soak: how long to enqueue (default 10m).")
+    var soakDuration: String = "10m"
+    @Option(name: .customLong("soak-retention"), help: "Soak: the worker's --retention (default 1m).")
+    var soakRetention: String = "1m"
+    @Option(name: .customLong("worker-processes"), help: "Scaleout: comma-separated worker process counts (default 1,2,4).")
+    var workerProcesses: String = "1,2,4"
+
+    func validate() throws {
+        if history < 0 || history > 100_000_000 { throw CLIError.usage("--history must be between 0 and 100000000") }
+        if due < 1 || due > 10_000_000 { throw CLIError.usage("--due must be between 1 and 10000000") }
+        if soakRate < 1 || soakRate > 50_000 { throw CLIError.usage("--soak-rate must be between 1 and 50000") }
+        _ = try processCounts()
+    }
+
+    func processCounts() throws -> [Int] {
+        let counts = workerProcesses.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard !counts.isEmpty, counts.allSatisfy({ ($0 ?? 0) >= 1 && ($0 ?? 0) <= 64 }) else {
+            throw CLIError.usage("--worker-processes: give counts between 1 and 64, e.g. 1,2,4")
+        }
+        return counts.compactMap { $0 }
+    }
+}
+
+/// The scenarios about months of traffic: a large history (`scale`), retention keeping up with
+/// steady traffic (`soak`), and more worker processes against one PostgreSQL (`scaleout`).
+extension BenchRunner {
+    /// Drains `due` jobs on an empty table, then loads `history` finished jobs with their
+    /// attempt rows (SQL `INSERT ... SELECT`, not one enqueue per job) and drains the same
+    /// number again. Before each drain the benchmark times 200 claims of 100 (given back at
+    /// once); while it runs, it claims (and completes) a batch of 100 itself every 50 ms or so and
+    /// times those claims too; after the load it times `courier.queue_stats`.
+    func scale(history: Int, due: Int) throws -> [BenchResult] {
+        let queue = "bench-scale"
+        let historyQueue = "bench-history"
+        say("scale: drain \(Output.count(due)) jobs on an empty table...")
+        try reset(historyQueue)
+        let empty = try scaleDrain(name: "scale-empty", queue: queue, due: due)
+        say("scale: loading \(Output.count(history)) finished jobs with their attempt rows...")
+        let loadStarted = Date()
+        let chunk = 250_000
+        var loaded = 0
+        // Finished over the last 6 days: inside the default 7-day retention, so the drain's worker
+        // keeps them all (and still looks for old ones on every maintenance pass).
+        let span = 6.0 * 86_400
+        let step = history > 0 ? span * 1000 / Double(history) : 0
+        while loaded < history {
+            let n = min(chunk, history - loaded)
+            _ = try connection.query(
+                BenchStatements.loadFinished,
+                [historyQueue, sink.baseURL + "/hook", BenchRunner.payload(loaded), n,
+                 span - Double(loaded) * step / 1000, step])
+            loaded += n
+            say("  \(Output.count(loaded)) loaded (\(Int(Double(loaded) / Date().timeIntervalSince(loadStarted)))/s)")
+        }
+        let loadSeconds = Date().timeIntervalSince(loadStarted)
+        try connection.simpleQuery("VACUUM ANALYZE courier.jobs")
+        try connection.simpleQuery("VACUUM ANALYZE courier.attempts")
+        // History accumulates over days, long since written out: flush the gigabytes the load
+        // just dirtied, so the drain does not share the disk with their first write (needs a
+        // superuser or pg_checkpoint; without it the drain pays for that write too).
+        try? connection.simpleQuery("CHECKPOINT")
+        let statsTimes = try timeStatement(BenchStatements.queueStats, times: 20)
+        let oldStatsTimes = try timeStatement(BenchStatements.countEveryRow, times: 3)
+        var full = try scaleDrain(name: "scale", queue: queue, due: due, queueStatsWhileDue: true)
+        let sizes = try connection.query(BenchStatements.soakSample, [historyQueue, 0.0])[0]
+        let bytes = try (0..<4).map { try sizes.decode($0, as: Int.self) }.reduce(0, +)
+        let fraction = full.rate / max(empty.rate, 1e-9)
+        full.detail += String(
+            format: "; %.0f%% of empty; history %@ rows, %.1f GB, loaded %.0f/s; queue_stats p50 %.1f max %.1f ms (count(*) per state: %.0f ms)",
+            fraction * 100, Output.count(history), Double(bytes) / 1e9, Double(history) / loadSeconds,
+            percentile(statsTimes, 0.5), statsTimes.max() ?? 0, percentile(oldStatsTimes, 0.5))
+        full.extra["history_rows"] = history
+        full.extra["history_bytes"] = bytes
+        full.extra["history_load_rows_per_second"] = (Double(history) / loadSeconds).rounded()
+        full.extra["drain_fraction_of_empty"] = (fraction * 1000).rounded() / 1000
+        full.extra["queue_stats_ms_p50"] = rounded(percentile(statsTimes, 0.5))
+        full.extra["queue_stats_ms_max"] = rounded(statsTimes.max() ?? 0)
+        full.extra["count_every_row_ms"] = rounded(percentile(oldStatsTimes, 0.5))
+        return [empty, full]
+    }
+
+    /// One drain of the scale scenario: `due` jobs bulk-enqueued into a paused queue, one worker,
+    /// and claim probes from the benchmark while it runs.
+    private func scaleDrain(name: String, queue: String, due: Int, queueStatsWhileDue: Bool = false) throws -> BenchResult {
+        let store = AdminStore(connection: connection)
+        try reset(queue)
+        try store.setPaused(queue, true)
+        _ = try store.importJobs(makeJobs(due, path: "/hook", queue: queue), skipInvalid: false)
+        // As autovacuum would within a minute of such a load.
+        try connection.simpleQuery("ANALYZE courier.jobs")
+        var statsWhileDue: [Double] = []
+        if queueStatsWhileDue { statsWhileDue = try timeStatement(BenchStatements.queueStats, times: 20) }
+        let probe = try PostgresConnection(databaseURL, applicationName: "courier-bench-probe")
+        defer { probe.close() }
+        let probeStore = JobStore(connection: probe, workerID: "bench-probe")
+        // The claim alone, before the worker starts: 200 claims of 100 jobs, each given back at
+        // once, so the figure is the database's work on a machine that is not also draining.
+        try store.setPaused(queue, false)
+        var quietClaims: [Double] = []
+        for _ in 0..<200 {
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            let claimed = try probeStore.claim(queues: [queue], limit: 100, leaseMilliseconds: 60_000)
+            quietClaims.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6)
+            guard claimed.count == 100 else { throw CLIError("scale: a probe claimed \(claimed.count) of 100 due jobs") }
+            try probeStore.release(claimed.map { ($0.id, $0.attempt) }, delayMilliseconds: 0)
+        }
+        try store.setPaused(queue, true)
+        let process = try startWorker(queue: queue)
+        defer { process.stop() }
+        let before = process.stats
+        let started = Date()
+        try store.setPaused(queue, false)
+        _ = try connection.query(BenchStatements.wake, [queue])
+        var claimTimes: [Double] = []
+        var lastProbe = Date.distantPast
+        let finished = try waitForSucceeded(queue, count: due, started: started, sample: {
+            guard Date().timeIntervalSince(lastProbe) >= 0.05 else { return }
+            lastProbe = Date()
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            guard let claimed = try? probeStore.claim(queues: [queue], limit: 100, leaseMilliseconds: 60_000) else { return }
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6
+            guard !claimed.isEmpty else { return }
+            claimTimes.append(elapsed)
+            let now = Date()
+            _ = try? probeStore.complete(claimed.map {
+                AttemptRecord(jobID: $0.id, attempt: $0.attempt, transition: .succeed, result: .delivered(status: 200),
+                              startedAt: now, finishedAt: now, responseExcerpt: nil)
+            })
+        })
+        let after = process.stats
+        let seconds = finished.timeIntervalSince(started)
+        var result = BenchResult(
+            name: name, jobs: due, seconds: seconds, cpuPerThousand: cpuPerThousand(before, after, jobs: due),
+            peakRSS: after?.peakRSS,
+            detail: String(format: "claim of 100 alone p50 %.2f p99 %.2f ms, during the drain p50 %.2f p99 %.2f ms",
+                           percentile(quietClaims, 0.5), percentile(quietClaims, 0.99),
+                           percentile(claimTimes, 0.5), percentile(claimTimes, 0.99)))
+        if !statsWhileDue.isEmpty {
+            result.detail += String(format: "; queue_stats with %@ due p50 %.1f ms", Output.count(due), percentile(statsWhileDue, 0.5))
+            result.extra["queue_stats_with_due_ms_p50"] = rounded(percentile(statsWhileDue, 0.5))
+        }
+        result.extra["claim_alone_ms_p50"] = rounded(percentile(quietClaims, 0.5))
+        result.extra["claim_alone_ms_p99"] = rounded(percentile(quietClaims, 0.99))
+        result.extra["claim_during_drain_ms_p50"] = rounded(percentile(claimTimes, 0.5))
+        result.extra["claim_during_drain_ms_p99"] = rounded(percentile(claimTimes, 0.99))
+        result.extra["claim_probes_during_drain"] = claimTimes.count
+        return result
+    }
+
+    /// Enqueues `rate` jobs per second for `seconds` into a worker whose `--retention` is
+    /// `retention`, printing every 30 s the sizes of the jobs and attempts tables and their
+    /// indexes, the enqueue and removal rates, and the stale rows (succeeded longer ago than the
+    /// retention). After the traffic: waits until every job is delivered, reports the stale rows
+    /// 30 s later, then writes a backlog of stale jobs at once and times how fast the worker
+    /// removes it: its removal capacity, against the enqueue rate.
+    func soak(rate: Int, seconds: Double, retention: Double) throws -> BenchResult {
+        let queue = "bench-soak"
+        say("soak: \(Output.count(rate)) jobs/s for \(Output.duration(seconds)), worker --retention \(Output.duration(retention))...")
+        try reset(queue)
+        // The worker's --retention applies: no setting of the queue from an earlier run.
+        var keep = QueueRetentionChange()
+        keep.keepSucceeded = .some(nil)
+        try AdminStore(connection: connection).updateRetention(queue, keep)
+        let process = try startWorker(queue: queue, extra: ["--retention", "\(Int(retention * 1000))ms"])
+        defer { process.stop() }
+        let before = process.stats
+        let url = sink.baseURL + "/hook"
+        let body = BenchRunner.payload(0)
+        let tick = 0.1
+        let perTick = Double(rate) * tick
+        var enqueued = 0
+        var samples: [(at: Double, bytes: Int)] = []
+        var lastSample = (at: 0.0, enqueued: 0, rows: 0)
+        let started = Date()
+        let widths = [7, 9, 9, 9, 9, 9, 9, 8, 8, 8]
+        func line(_ cells: [String]) -> String {
+            zip(cells, widths).map { String(repeating: " ", count: max(0, $1 - $0.count)) + $0 }.joined(separator: " ")
+        }
+        say(line(["TIME", "JOBS", "JOBS IDX", "ATTEMPTS", "ATT IDX", "TOTAL", "ROWS", "IN/S", "OUT/S", "STALE"]))
+        func sample(_ at: Double) throws {
+            let row = try connection.query(BenchStatements.soakSample, [queue, retention])[0]
+            let sizes = try (0..<4).map { try row.decode($0, as: Int.self) }
+            let rows: Int = try row.decode(4)
+            let stale: Int = try row.decode(5)
+            let span = max(at - lastSample.at, 1e-9)
+            let added = enqueued - lastSample.enqueued
+            let removed = lastSample.rows + added - rows
+            samples.append((at, sizes.reduce(0, +)))
+            say(line([
+                "\(Int(at))s", mb(sizes[0]), mb(sizes[1]), mb(sizes[2]), mb(sizes[3]), mb(sizes.reduce(0, +)),
+                Output.count(rows), Output.count(Int(Double(added) / span)), Output.count(Int(Double(removed) / span)),
+                Output.count(stale),
+            ]))
+            lastSample = (at, enqueued, rows)
+        }
+        var nextSample = 30.0
+        while true {
+            let elapsed = Date().timeIntervalSince(started)
+            if elapsed >= seconds { break }
+            let target = Int(min(elapsed + tick, seconds) / tick * perTick)
+            if target > enqueued {
+                let n: Int = try connection.queryCached(BenchStatements.enqueueMany, [url, body, queue, target - enqueued])[0].decode(0)
+                enqueued += n
+            }
+            if elapsed >= nextSample {
+                try sample(elapsed)
+                nextSample += 30
+            }
+            let wait = Double(Int(elapsed / tick) + 1) * tick - Date().timeIntervalSince(started)
+            if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+        }
+        let trafficSeconds = Date().timeIntervalSince(started)
+        guard process.isRunning else { throw CLIError("soak: the worker exited during the run") }
+        // Every job delivered: nothing left waiting or running.
+        while true {
+            let unfinished: Bool = try connection.queryCached(BenchStatements.hasUnfinished, [queue])[0].decode(0)
+            if !unfinished { break }
+            if Date().timeIntervalSince(started) > trafficSeconds + timeout {
+                throw CLIError("soak: jobs still unfinished \(Output.duration(timeout)) after the traffic stopped")
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        let deliveredAt = Date().timeIntervalSince(started)
+        let notSucceeded: Int = try connection.query(BenchStatements.notSucceeded, [queue])[0].decode(0)
+        let after = process.stats
+        let stopWait = trafficSeconds + 30 - Date().timeIntervalSince(started)
+        if stopWait > 0 { Thread.sleep(forTimeInterval: stopWait) }
+        let staleAfter30: Int = try connection.query(BenchStatements.soakSample, [queue, retention])[0].decode(5)
+        try sample(Date().timeIntervalSince(started))
+
+        // Capacity: a backlog of stale jobs (30 s of traffic, at least 50,000, with their attempt
+        // rows) appears at once in a queue of its own (retention covers every queue, and the soak
+        // queue's last jobs leave only as they age); the clock starts at the first poll that finds
+        // some of it gone (the worker's next pass comes within 5 s) and stops when none is left.
+        let backlogQueue = queue + "-backlog"
+        try reset(backlogQueue)
+        let backlog = max(50_000, rate * 30)
+        var loaded = 0
+        while loaded < backlog {
+            let n = min(250_000, backlog - loaded)
+            _ = try connection.query(
+                BenchStatements.loadFinished, [backlogQueue, url, body, n, 30.0 * 86_400, 0.001])
+            loaded += n
+        }
+        let removalStarted = Date()
+        var first: (at: Date, rows: Int)?
+        var capacity = 0.0
+        while true {
+            let rows: Int = try connection.queryCached(BenchStatements.queueJobs, [backlogQueue])[0].decode(0)
+            if first == nil && rows < backlog { first = (Date(), rows) }
+            if rows == 0, let first {
+                capacity = Double(first.rows) / max(Date().timeIntervalSince(first.at), 1e-9)
+                break
+            }
+            if Date().timeIntervalSince(removalStarted) > timeout { throw CLIError("soak: retention did not remove the backlog") }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        let window = samples.filter { $0.at >= trafficSeconds - 300 && $0.at <= trafficSeconds }.map { Double($0.bytes) }
+        let mean = window.isEmpty ? 0 : window.reduce(0, +) / Double(window.count)
+        let spread = mean > 0 ? ((window.max() ?? 0) - (window.min() ?? 0)) / 2 / mean : 0
+        let offered = Double(enqueued) / trafficSeconds
+        var result = BenchResult(
+            name: "soak", jobs: enqueued, seconds: trafficSeconds, cpuPerThousand: cpuPerThousand(before, after, jobs: enqueued),
+            peakRSS: after?.peakRSS,
+            detail: String(
+                format: "all delivered %.0f s after traffic (%d not succeeded); size over last 5 min ±%.0f%% of %@; "
+                    + "stale 30 s after traffic %@; removal capacity %@/s = %.1f× enqueue",
+                deliveredAt - trafficSeconds, notSucceeded, spread * 100, mb(Int(mean)), Output.count(staleAfter30),
+                Output.count(Int(capacity)), capacity / max(offered, 1e-9)))
+        result.extra["delivered_seconds_after_traffic"] = rounded(deliveredAt - trafficSeconds)
+        result.extra["not_succeeded"] = notSucceeded
+        result.extra["size_spread_last_5_minutes"] = (spread * 1000).rounded() / 1000
+        result.extra["stale_30s_after_traffic"] = staleAfter30
+        result.extra["removal_capacity_per_second"] = capacity.rounded()
+        result.extra["removal_capacity_over_enqueue"] = (capacity / max(offered, 1e-9) * 100).rounded() / 100
+        return result
+    }
+
+    /// The drain of `jobs` jobs by 1, 2, 4... `courier worker` processes of the benchmark's
+    /// settings, against the one PostgreSQL: where the database becomes the limit.
+    func scaleout(jobs: Int, processes counts: [Int]) throws -> [BenchResult] {
+        let queue = "bench-scaleout"
+        var results: [BenchResult] = []
+        let store = AdminStore(connection: connection)
+        for count in counts {
+            say("scaleout: \(Output.count(jobs)) jobs, \(count) worker process\(count == 1 ? "" : "es")...")
+            try reset(queue)
+            try store.setPaused(queue, true)
+            _ = try store.importJobs(makeJobs(jobs, path: "/hook", queue: queue), skipInvalid: false)
+            let processes = try (0..<count).map { _ in try startWorker(queue: queue) }
+            defer { processes.forEach { $0.stop() } }
+            let before = processes.map(\.stats)
+            let started = Date()
+            try store.setPaused(queue, false)
+            _ = try connection.query(BenchStatements.wake, [queue])
+            let finished = try waitForSucceeded(queue, count: jobs, started: started)
+            let after = processes.map(\.stats)
+            let cpu = zip(before, after).reduce(0.0) { sum, pair in
+                sum + (pair.1?.cpuSeconds ?? 0) - (pair.0?.cpuSeconds ?? 0)
+            }
+            results.append(BenchResult(
+                name: "scaleout-\(count)", jobs: jobs, seconds: finished.timeIntervalSince(started),
+                cpuPerThousand: cpu / Double(jobs) * 1000, peakRSS: after.compactMap { $0?.peakRSS }.max(),
+                detail: "\(count) worker process\(count == 1 ? "" : "es"), one PostgreSQL (CPU: all workers)"))
+        }
+        return results
+    }
+
+    /// Runs `sql` `times` times and returns each duration in milliseconds.
+    private func timeStatement(_ sql: String, times: Int) throws -> [Double] {
+        try (0..<times).map { _ in
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            _ = try connection.query(sql)
+            return Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6
+        }
+    }
+}
+
+/// The `q` quantile of `values` (nearest rank; 0 when empty).
+private func percentile(_ values: [Double], _ q: Double) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int((q * Double(sorted.count - 1)).rounded()))]
+}
+
+private func rounded(_ value: Double) -> Double { (value * 100).rounded() / 100 }
+
+private func mb(_ bytes: Int) -> String { String(format: "%.0f MB", Double(bytes) / 1_048_576) }

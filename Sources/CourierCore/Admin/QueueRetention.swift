@@ -1,0 +1,76 @@
+import Postgres
+
+/// A queue's retention periods in seconds; nil means the worker's default (`courier worker
+/// --retention`, `--retention-cancelled`, `--retention-dead`: 7, 7 and 30 days).
+public struct QueueRetention: Sendable, Equatable {
+    /// Seconds succeeded jobs are kept.
+    public var keepSucceeded: Double?
+    /// Seconds cancelled jobs are kept.
+    public var keepCancelled: Double?
+    /// Seconds dead jobs are kept.
+    public var keepDead: Double?
+
+    /// Creates retention settings (all defaults unless given).
+    public init(keepSucceeded: Double? = nil, keepCancelled: Double? = nil, keepDead: Double? = nil) {
+        self.keepSucceeded = keepSucceeded
+        self.keepCancelled = keepCancelled
+        self.keepDead = keepDead
+    }
+}
+
+/// A change of retention periods: nil leaves a field alone, `.some(nil)` restores the default.
+public struct QueueRetentionChange: Sendable, Equatable {
+    /// New seconds for succeeded jobs.
+    public var keepSucceeded: Double??
+    /// New seconds for cancelled jobs.
+    public var keepCancelled: Double??
+    /// New seconds for dead jobs.
+    public var keepDead: Double??
+
+    /// An empty change.
+    public init() {}
+
+    /// Whether anything would change.
+    public var isEmpty: Bool { keepSucceeded == nil && keepCancelled == nil && keepDead == nil }
+}
+
+/// One state of a queue in `courier.queue_stats`.
+public struct QueueStateCount: Sendable, Equatable {
+    /// The state.
+    public var state: String
+    /// Jobs in it.
+    public var jobs: Int
+    /// For pending and retrying: seconds since the oldest of them was due (0 when none is).
+    public var lagSeconds: Double?
+}
+
+extension AdminStore {
+    /// Applies a retention change to queue `name`, creating its settings row if needed.
+    public func updateRetention(_ name: String, _ change: QueueRetentionChange) throws {
+        guard !change.isEmpty else { return }
+        let succeeded: Double? = change.keepSucceeded ?? nil
+        let cancelled: Double? = change.keepCancelled ?? nil
+        let dead: Double? = change.keepDead ?? nil
+        _ = try connection.query(
+            AdminStatements.setQueueRetention,
+            [name, change.keepSucceeded != nil, succeeded, change.keepCancelled != nil, cancelled,
+             change.keepDead != nil, dead])
+    }
+
+    /// Queue `name`'s retention periods; all defaults when it has no settings row.
+    public func retention(of name: String) throws -> QueueRetention {
+        let result = try connection.query(AdminStatements.queueRetention, [name])
+        guard result.rowCount == 1 else { return QueueRetention() }
+        return QueueRetention(
+            keepSucceeded: try result[0].decode(0), keepCancelled: try result[0].decode(1),
+            keepDead: try result[0].decode(2))
+    }
+
+    /// Queue `name`'s jobs per state (states without jobs left out), in lifecycle order.
+    public func stateCounts(of name: String) throws -> [QueueStateCount] {
+        let order = JobState.allCases.map(\.rawValue)
+        return try connection.query(AdminStatements.queueStateCounts, [name]).rows.map {
+            QueueStateCount(state: try $0.decode(0), jobs: try $0.decode(1), lagSeconds: try $0.decode(2))
+        }.sorted { (order.firstIndex(of: $0.state) ?? 99) < (order.firstIndex(of: $1.state) ?? 99) }
+    }
+}
