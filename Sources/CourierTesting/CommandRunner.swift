@@ -70,3 +70,12 @@ public enum CourierRunner {
             stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
     }
 }
+
+/// Waits for a Foundation `Process` to exit, at most `timeout` seconds. Foundation's
+/// `waitUntilExit` was seen to wait forever for a child that had already exited (its exit
+/// went unnoticed); a test must fail or go on, never hang the whole run.
+public func waitForExit(_ process: Process, timeout: Double = 60) {
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+}

@@ -123,7 +123,7 @@ final class DeployUnitTests: XCTestCase {
         process.standardError = pipe
         try process.run()
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        waitForExit(process)
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }

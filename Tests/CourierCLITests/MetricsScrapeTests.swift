@@ -51,7 +51,7 @@ final class MetricsScrapeTests: CLITestCase {
         try input.fileHandleForWriting.close()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        waitForExit(process)
         XCTAssertEqual(process.terminationStatus, 0, "the Prometheus parser refused the text: \(problem)")
         return try JSONDecoder().decode(Parsed.self, from: data)
     }

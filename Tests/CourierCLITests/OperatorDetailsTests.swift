@@ -150,7 +150,7 @@ final class OperatorDetailsTests: CLITestCase {
         try process.run()
         defer {
             if process.isRunning { process.terminate() }
-            process.waitUntilExit()
+            waitForExit(process)
             try? out.close()
         }
         // Snapshots reach the file while the command runs (it flushes each one): wait for two.

@@ -47,7 +47,7 @@ enum TerminalRunner {
         process.standardOutput = out
         process.standardError = err
         try process.run()
-        process.waitUntilExit()
+        waitForExit(process)
         try out.close()
         try err.close()
         return Result(

@@ -77,7 +77,7 @@ final class WorkerLogTests: CLITestCase {
             try await Task.sleep(nanoseconds: 100_000_000)
         }
         kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        waitForExit(process)
         let all = lines()
         let delivered = all.first { $0["message"] == "delivery finished" && $0["job.id"] == String(good) }
         XCTAssertEqual(delivered?["job.queue"], "logs")

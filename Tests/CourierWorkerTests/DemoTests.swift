@@ -15,7 +15,7 @@ final class DemoTests: XCTestCase {
         try process.run()
         let stdout = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        waitForExit(process)
         XCTAssertEqual(process.terminationStatus, 0, stdout + stderr)
         XCTAssertTrue(stdout.contains("Summary: 5 succeeded (2 after retries), 1 dead, 0 unsettled."), stdout)
         XCTAssertTrue(stdout.contains("/reject"), stdout)

@@ -78,7 +78,7 @@ final class ResilienceTests: WorkerTestCase {
         while log.all.count < 3, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
         XCTAssertGreaterThanOrEqual(log.all.count, 3, "the worker process never delivered")
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        waitForExit(process)
         XCTAssertGreaterThan(try probe.states(queue: queue)["running", default: 0], 0)
         try startPool(id: "rescuer", lease: 2)
         XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 30))
@@ -93,7 +93,7 @@ final class ResilienceTests: WorkerTestCase {
         while log.all.count < ids.count, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
         XCTAssertEqual(log.all.count, ids.count)
         kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        waitForExit(process)
         let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(process.terminationStatus, 0, stderr)
         XCTAssertEqual(try probe.states(queue: queue), ["succeeded": ids.count])
@@ -106,7 +106,7 @@ final class ResilienceTests: WorkerTestCase {
         let deadline = Date().addingTimeInterval(20)
         while log.all.count < 3, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
         kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        waitForExit(process)
         XCTAssertEqual(process.terminationStatus, 0)
         // Each request was sent once: each job has that attempt counted, one attempt row saying
         // it was interrupted, and is due again at once for another worker.

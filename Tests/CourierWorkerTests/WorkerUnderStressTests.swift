@@ -161,7 +161,7 @@ final class WorkerUnderStressTests: WorkerTestCase {
         ])
         try await waitForRequests(500, timeout: 30)
         kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        waitForExit(process)
         let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(process.terminationStatus, 0, stderr)
 
