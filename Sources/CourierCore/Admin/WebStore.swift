@@ -1,0 +1,129 @@
+import Foundation
+import Postgres
+
+/// The filters of the console's job and dead-letter lists; nil fields do not filter.
+/// Substrings match literally.
+public struct WebJobFilter: Sendable, Equatable {
+    /// Only jobs in this state.
+    public var state: JobState?
+    /// Only jobs of this queue.
+    public var queue: String?
+    /// Only jobs to this destination host (lower case, as `courier.url_host` stores it).
+    public var host: String?
+    /// The URL contains this text.
+    public var urlContains: String?
+    /// `last_error` contains this text.
+    public var errorContains: String?
+    /// Created at or after.
+    public var createdSince: Date?
+    /// Created before.
+    public var createdBefore: Date?
+    /// Finished (succeeded, dead, cancelled) at or after.
+    public var finishedSince: Date?
+    /// Finished before.
+    public var finishedBefore: Date?
+
+    /// No filter.
+    public init() {}
+}
+
+/// One queue on the console's queue page.
+public struct QueueOverview: Sendable, Equatable {
+    /// The queue name.
+    public var name: String
+    /// Whether workers skip it.
+    public var paused = false
+    /// Jobs per state (states without jobs are absent).
+    public var jobs: [JobState: Int] = [:]
+    /// Age in seconds of the oldest due pending or retrying job; 0 when none is due.
+    public var lagSeconds: Double = 0
+
+    /// An empty queue.
+    public init(name: String) { self.name = name }
+}
+
+/// One action of the console, as `courier.web_audit` records it.
+public struct WebAuditEntry: Sendable, Equatable {
+    /// The name the operator gave at login.
+    public var who: String
+    /// The peer address of the request.
+    public var client: String
+    /// What was done (`queue.pause`, `job.requeue`, ...).
+    public var action: String
+    /// What it was done to.
+    public var target: String
+    /// How many jobs changed.
+    public var jobs: Int
+
+    /// Creates an entry.
+    public init(who: String, client: String, action: String, target: String, jobs: Int) {
+        self.who = who
+        self.client = client
+        self.action = action
+        self.target = target
+        self.jobs = jobs
+    }
+}
+
+/// Runs `WebStatements` on one connection; everything else the console does goes through
+/// `AdminStore` and `DestinationStore`.
+public struct WebStore {
+    /// The connection used.
+    public let connection: PostgresConnection
+
+    /// Creates a store on `connection`.
+    public init(connection: PostgresConnection) {
+        self.connection = connection
+    }
+
+    /// One page of jobs matching `filter`, newest first, with ids below `before` (nil: from the
+    /// newest); at most `limit`.
+    public func jobs(_ filter: WebJobFilter, before: Int64?, limit: Int) throws -> [JobSummary] {
+        let result = try connection.query(
+            WebStatements.listJobs,
+            [filter.state?.rawValue, filter.queue, filter.host, filter.urlContains, filter.errorContains,
+             filter.createdSince, filter.createdBefore, filter.finishedSince, filter.finishedBefore, before, limit])
+        return try result.rows.map(AdminStore.summary)
+    }
+
+    /// Every queue with jobs or settings, by name.
+    public func queueOverview() throws -> [QueueOverview] {
+        var queues: [String: QueueOverview] = [:]
+        for row in try connection.query(WebStatements.queueOverview).rows {
+            let name: String = try row.decode(0)
+            var queue = queues[name] ?? QueueOverview(name: name)
+            if let stateText: String = try row.decode(1), let state = JobState(rawValue: stateText) {
+                queue.jobs[state, default: 0] += try row.decode(2, as: Int.self)
+                if let lag: Double = try row.decode(3) { queue.lagSeconds = max(queue.lagSeconds, lag) }
+            }
+            queues[name] = queue
+        }
+        for row in try connection.query(AdminStatements.pausedQueues).rows {
+            let name: String = try row.decode(0)
+            queues[name, default: QueueOverview(name: name)].paused = true
+        }
+        return queues.values.sorted { $0.name < $1.name }
+    }
+
+    /// Writes one audit row.
+    public func audit(_ entry: WebAuditEntry) throws {
+        try connection.query(
+            WebStatements.insertAudit,
+            [Self.clip(entry.who, 200), Self.clip(entry.client, 200), entry.action, Self.clip(entry.target, 2000),
+             entry.jobs])
+    }
+
+    /// `text` cut to at most `bytes` UTF-8 bytes at a character boundary (the table bounds
+    /// its columns in bytes).
+    static func clip(_ text: String, _ bytes: Int) -> String {
+        var result = ""
+        var used = 0
+        for character in text {
+            let size = character.utf8.count
+            if used + size > bytes { break }
+            result.append(character)
+            used += size
+        }
+        return result
+    }
+}

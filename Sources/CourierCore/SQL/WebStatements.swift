@@ -1,0 +1,53 @@
+/// The statements of the web console (`courier web`) that the admin CLI does not already have.
+/// Listings are paged by keyset (`id < $cursor`), never by OFFSET, so the hundredth page costs
+/// what the first does.
+public enum WebStatements {
+    /// One page of jobs, newest first. Filters (NULL: off): `$1` state, `$2` queue, `$3` host,
+    /// `$4` URL substring, `$5` error substring (both literal, through `strpos`), `$6` created at
+    /// or after, `$7` created before, `$8` finished at or after, `$9` finished before, `$10` only
+    /// ids below this (the last id of the previous page); `$11` the most rows. The columns are
+    /// those of `AdminStatements.listJobs`. A state walks `jobs_state_queue_idx` (state, queue,
+    /// id) backwards, a host `jobs_host_due_idx` while it is waiting; otherwise the primary key
+    /// backwards, stopping at the page's last row.
+    public static let listJobs = """
+        SELECT id, queue, state::text, priority, method, url, attempt, max_attempts, run_at, created_at,
+               finished_at, last_status, last_error
+        FROM courier.jobs
+        WHERE ($1::courier.job_state IS NULL OR state = $1::courier.job_state)
+          AND ($2::text IS NULL OR queue = $2::text)
+          AND ($3::text IS NULL OR host = $3::text)
+          AND ($4::text IS NULL OR strpos(url, $4::text) > 0)
+          AND ($5::text IS NULL OR strpos(coalesce(last_error, ''), $5::text) > 0)
+          AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
+          AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
+          AND ($8::timestamptz IS NULL OR finished_at >= $8::timestamptz)
+          AND ($9::timestamptz IS NULL OR finished_at < $9::timestamptz)
+          AND ($10::bigint IS NULL OR id < $10::bigint)
+        ORDER BY id DESC
+        LIMIT $11
+        """
+
+    /// Every queue's counts per state and the lag of its waiting states, from the maintained
+    /// counts of `courier.queue_stats` (milliseconds, however many finished jobs are kept),
+    /// plus every queue that has settings (paused or not) but no job.
+    public static let queueOverview = """
+        SELECT s.queue, s.state::text, s.jobs, s.lag_seconds FROM courier.queue_stats s
+        UNION ALL
+        SELECT q.name, NULL, 0, NULL FROM courier.queues q
+        """
+
+    /// Records one action of the console: `$1` who (the name given at login), `$2` the peer
+    /// address, `$3` the action, `$4` its target, `$5` how many jobs it changed.
+    public static let insertAudit = """
+        INSERT INTO courier.web_audit (who, client, action, target, jobs) VALUES ($1, $2, $3, $4, $5)
+        """
+}
+
+extension WebStatements {
+    /// The `web` scenario of `courier bench`: turns the jobs of queue `$1` into dead letters
+    /// with an error and an HTTP status, so the dead-letter pages have rows to show.
+    public static let benchMakeDead = """
+        UPDATE courier.jobs SET state = 'dead', last_status = 503, last_error = 'HTTP 503 from the receiver'
+        WHERE queue = $1 AND state = 'succeeded'
+        """
+}
