@@ -23,6 +23,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // The libpq headers; the only C in the package.
@@ -64,6 +68,7 @@ let package = Package(
                 .embedInCode("Migrations/0004_hostile_input.sql"),
                 .embedInCode("Migrations/0005_destinations.sql"),
                 .embedInCode("Migrations/0006_retention.sql"),
+                .embedInCode("Migrations/0008_web_audit.sql"),
             ],
             swiftSettings: strict
         ),
@@ -90,6 +95,22 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The operator's console: `courier web`, server-rendered pages over the admin store.
+        .target(
+            name: "CourierWeb",
+            dependencies: [
+                "CourierCore",
+                "Postgres",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         // Commands, flags, environment, output formats and exit codes.
         .target(
             name: "CourierCLI",
@@ -97,6 +118,7 @@ let package = Package(
                 "CourierCore",
                 "CourierWorker",
                 "CourierSink",
+                "CourierWeb",
                 "Postgres",
                 "RetryClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -158,6 +180,18 @@ let package = Package(
         .testTarget(
             name: "CourierCLITests",
             dependencies: ["CourierCLI", "CourierCore", "Postgres", "CourierTesting"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CourierWebTests",
+            dependencies: [
+                "CourierWeb", "CourierCore", "Postgres", "CourierTesting",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
     ]
