@@ -25,6 +25,9 @@ public struct WebConfiguration: Sendable {
     public var sessionIdleTimeout: Double = 12 * 3600
     /// Rows per page of a listing (default 50).
     public var pageSize = 50
+    /// The most rows a page with a URL or error substring filter examines before it answers
+    /// with what it found and a link to search further (default 50,000: about 30 ms).
+    public var scanWindow = 50_000
     /// The workers' default in-flight cap per host, shown for destinations without their own
     /// (default 200, the worker's default).
     public var defaultPerHostLimit = 200

@@ -36,11 +36,14 @@ class WebTestCase: XCTestCase {
 
     /// Starts the console on this test's database.
     @discardableResult
-    func startServer(readOnly: Bool = false, pageSize: Int = 50, liveInterval: Double = 2) async throws -> RunningWebServer {
+    func startServer(
+        readOnly: Bool = false, pageSize: Int = 50, scanWindow: Int = 50_000, liveInterval: Double = 2
+    ) async throws -> RunningWebServer {
         var configuration = WebConfiguration(databaseURL: url, password: try WebPassword(fileContents: Self.password + "\n"))
         configuration.port = 0
         configuration.readOnly = readOnly
         configuration.pageSize = pageSize
+        configuration.scanWindow = scanWindow
         configuration.liveInterval = liveInterval
         var logger = Logger(label: "courier.web.test")
         logger.logLevel = .critical

@@ -27,6 +27,17 @@ public struct WebJobFilter: Sendable, Equatable {
     public init() {}
 }
 
+/// One page of a job list and where the next one starts.
+public struct WebJobPage: Sendable, Equatable {
+    /// The jobs, newest first.
+    public var jobs: [JobSummary]
+    /// The cursor of the next (older) page; nil when this was the last.
+    public var nextBefore: Int64?
+    /// Set when the page stopped because it had read its scan window without filling up (a
+    /// substring filter): the lowest id it examined. The next page searches below it.
+    public var searchedDownTo: Int64?
+}
+
 /// One queue on the console's queue page.
 public struct QueueOverview: Sendable, Equatable {
     /// The queue name.
@@ -77,13 +88,30 @@ public struct WebStore {
     }
 
     /// One page of jobs matching `filter`, newest first, with ids below `before` (nil: from the
-    /// newest); at most `limit`.
-    public func jobs(_ filter: WebJobFilter, before: Int64?, limit: Int) throws -> [JobSummary] {
-        let result = try connection.query(
-            WebStatements.listJobs,
-            [filter.state?.rawValue, filter.queue, filter.host, filter.urlContains, filter.errorContains,
-             filter.createdSince, filter.createdBefore, filter.finishedSince, filter.finishedBefore, before, limit])
-        return try result.rows.map(AdminStore.summary)
+    /// newest); at most `limit`. With a substring filter (URL or error) the page reads at most
+    /// `scanWindow` candidate rows and may come back short, or empty, with a cursor to go on.
+    public func jobs(_ filter: WebJobFilter, before: Int64?, limit: Int, scanWindow: Int = 50_000) throws -> WebJobPage {
+        let scanning = filter.urlContains != nil || filter.errorContains != nil
+        var parameters: [any PostgresEncodable] = [
+            filter.state?.rawValue, filter.queue, filter.host, filter.urlContains, filter.errorContains,
+            filter.createdSince, filter.createdBefore, filter.finishedSince, filter.finishedBefore, before, limit,
+        ]
+        guard scanning else {
+            let jobs = try connection.query(WebStatements.listJobs, parameters).rows.map(AdminStore.summary)
+            return WebJobPage(jobs: jobs, nextBefore: jobs.count == limit ? jobs.last?.id : nil)
+        }
+        parameters.append(max(limit, scanWindow))
+        var jobs: [JobSummary] = []
+        var lowest: Int64?
+        var examined = 0
+        for row in try connection.query(WebStatements.listJobsScanning, parameters).rows {
+            lowest = try row.decode(13)
+            examined = try row.decode(14)
+            if try row.decode(0, as: Int64?.self) != nil { jobs.append(try AdminStore.summary(row)) }
+        }
+        if jobs.count == limit { return WebJobPage(jobs: jobs, nextBefore: jobs.last?.id) }
+        let full = examined >= max(limit, scanWindow)
+        return WebJobPage(jobs: jobs, nextBefore: full ? lowest : nil, searchedDownTo: full ? lowest : nil)
     }
 
     /// Every queue with jobs or settings, by name.

@@ -27,6 +27,43 @@ public enum WebStatements {
         LIMIT $11
         """
 
+    /// One page of jobs whose filters include a substring (`$4` URL, `$5` error): no index
+    /// serves `strpos`, so a filter that matches little would read the whole history for one
+    /// page. This shape reads at most `$12` candidates (the newest below `$10` that pass the
+    /// indexed filters, `$1` to `$3` and `$6` to `$9` as in `listJobs`), keeps the first `$11`
+    /// that contain the substrings, and says how far it looked: every row carries the lowest
+    /// candidate id and the number of candidates read, and when nothing matched there is one
+    /// row with those two and NULL job columns. The caller continues below the lowest
+    /// candidate when the window was full, so paging still visits every match, in order.
+    public static let listJobsScanning = """
+        WITH candidates AS (
+            SELECT id, url, last_error FROM courier.jobs
+            WHERE ($1::courier.job_state IS NULL OR state = $1::courier.job_state)
+              AND ($2::text IS NULL OR queue = $2::text)
+              AND ($3::text IS NULL OR host = $3::text)
+              AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
+              AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
+              AND ($8::timestamptz IS NULL OR finished_at >= $8::timestamptz)
+              AND ($9::timestamptz IS NULL OR finished_at < $9::timestamptz)
+              AND ($10::bigint IS NULL OR id < $10::bigint)
+            ORDER BY id DESC
+            LIMIT $12
+        ),
+        matched AS (
+            SELECT c.id FROM candidates c
+            WHERE ($4::text IS NULL OR strpos(c.url, $4::text) > 0)
+              AND ($5::text IS NULL OR strpos(coalesce(c.last_error, ''), $5::text) > 0)
+            ORDER BY c.id DESC
+            LIMIT $11
+        ),
+        window_ AS (SELECT min(id) AS lowest, count(*) AS examined FROM candidates)
+        SELECT j.id, j.queue, j.state::text, j.priority, j.method, j.url, j.attempt, j.max_attempts, j.run_at,
+               j.created_at, j.finished_at, j.last_status, j.last_error, w.lowest, w.examined
+        FROM window_ w
+        LEFT JOIN (matched m JOIN courier.jobs j ON j.id = m.id) ON true
+        ORDER BY j.id DESC NULLS LAST
+        """
+
     /// Every queue's counts per state and the lag of its waiting states, from the maintained
     /// counts of `courier.queue_stats` (milliseconds, however many finished jobs are kept),
     /// plus every queue that has settings (paused or not) but no job.

@@ -114,6 +114,7 @@ enum Templates {
         <h1>{{heading}}</h1>
         {{> filters}}
         {{#requeueAllLink}}<p><a class="button" href="{{requeueAllLink}}">Requeue all that match…</a></p>{{/requeueAllLink}}
+        {{#searched}}<p class="hint" id="searched">{{searched}}</p>{{/searched}}
         {{#hasJobs}}
         <div class="wrap"><table id="jobs">
         <thead><tr><th scope="col">Job</th><th scope="col">Queue</th><th scope="col">State</th><th scope="col">Request</th>

@@ -212,7 +212,11 @@ final class WebApp: Sendable {
         let filter = parsed.filter
         let before = parsed.before
         let limit = configuration.pageSize
-        let jobs = try await database.run { try WebStore(connection: $0).jobs(filter, before: before, limit: limit) }
+        let window = configuration.scanWindow
+        let result = try await database.run {
+            try WebStore(connection: $0).jobs(filter, before: before, limit: limit, scanWindow: window)
+        }
+        let jobs = result.jobs
         let back = (dead ? "/dead" : "/jobs") + Self.queryString(parsed.linkPairs(before: before))
         values["back"] = back
         values["jobs"] = jobs.map { job -> [String: Any] in
@@ -228,9 +232,13 @@ final class WebApp: Sendable {
             if let error = job.lastError { row["lastError"] = Self.clip(Redaction.message(error), 160) }
             return row
         }
-        values["hasJobs"] = !jobs.isEmpty
-        if jobs.count == limit, let last = jobs.last {
-            values["nextPage"] = (dead ? "/dead" : "/jobs") + Self.queryString(parsed.linkPairs(before: last.id))
+        values["hasJobs"] = !jobs.isEmpty || result.nextBefore != nil
+        if let next = result.nextBefore {
+            values["nextPage"] = (dead ? "/dead" : "/jobs") + Self.queryString(parsed.linkPairs(before: next))
+        }
+        if let lowest = result.searchedDownTo {
+            values["searched"] = "This page examined the \(window) newest jobs that pass the other filters "
+                + "(down to job \(lowest)) and found \(jobs.count) that match; Older searches further."
         }
         if before != nil { values["firstPage"] = (dead ? "/dead" : "/jobs") + Self.queryString(parsed.linkPairs(before: nil)) }
         if dead && !configuration.readOnly && !jobs.isEmpty {
