@@ -22,6 +22,7 @@ CREATE TABLE courier.web_audit (
     CONSTRAINT web_audit_jobs_not_negative CHECK (jobs >= 0)
 );
 COMMENT ON TABLE courier.web_audit IS 'One row per action taken in the web console (courier web).';
+COMMENT ON COLUMN courier.web_audit.id IS 'Order of the actions.';
 COMMENT ON COLUMN courier.web_audit.at IS 'When the action was taken.';
 COMMENT ON COLUMN courier.web_audit.who IS 'The name the operator gave when logging in.';
 COMMENT ON COLUMN courier.web_audit.client IS 'The peer address of the request (a proxy''s, behind one).';
@@ -31,6 +32,7 @@ COMMENT ON COLUMN courier.web_audit.target IS 'The queue, job id, destination or
 COMMENT ON COLUMN courier.web_audit.jobs IS 'How many jobs the action changed.';
 
 CREATE INDEX web_audit_at_idx ON courier.web_audit (at);
+COMMENT ON INDEX courier.web_audit_at_idx IS 'Finds the actions of a time range.';
 
 -- The console connects as a member of courier_operator where the roles exist (0004): it may
 -- add audit rows and read them, never change or delete them.
