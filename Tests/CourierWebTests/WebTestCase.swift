@@ -37,7 +37,7 @@ class WebTestCase: XCTestCase {
     /// Starts the console on this test's database.
     @discardableResult
     func startServer(
-        readOnly: Bool = false, pageSize: Int = 50, scanWindow: Int = 50_000, liveInterval: Double = 2
+        readOnly: Bool = false, pageSize: Int = 50, scanWindow: Int = 20_000, liveInterval: Double = 2
     ) async throws -> RunningWebServer {
         var configuration = WebConfiguration(databaseURL: url, password: try WebPassword(fileContents: Self.password + "\n"))
         configuration.port = 0

@@ -161,6 +161,32 @@ final class WebUnitTests: XCTestCase {
         }
     }
 
+    func testDeliveryRateSpreadsHighWaterDeltasOverMinutes() throws {
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)  // a whole minute
+        var rate = DeliveryRate()
+        XCTAssertNil(DeliveryRate.polyline(rate.perMinute(now: t0), width: 600, height: 60))
+        rate.record(t0, highWater: 1000)
+        rate.record(t0.addingTimeInterval(60), highWater: 1600)
+        rate.record(t0.addingTimeInterval(90), highWater: 1900)
+        rate.record(t0.addingTimeInterval(120), highWater: 1900)
+        rate.record(t0.addingTimeInterval(100), highWater: 5000)  // out of order: ignored
+        let minutes = rate.perMinute(now: t0.addingTimeInterval(125), minutes: 4)
+        XCTAssertEqual(minutes.count, 4)
+        XCTAssertNil(minutes[0])
+        XCTAssertNil(minutes[1])
+        XCTAssertEqual(try XCTUnwrap(minutes[2]), 600, accuracy: 0.001)
+        XCTAssertEqual(try XCTUnwrap(minutes[3]), 300, accuracy: 0.001)
+        let line = try XCTUnwrap(DeliveryRate.polyline(minutes, width: 300, height: 60))
+        XCTAssertEqual(line.points, "200.0,0.0 300.0,30.0")
+        XCTAssertEqual(line.peak, 600)
+        // A high-water mark that went down (a restored database) counts as no deliveries.
+        rate.record(t0.addingTimeInterval(180), highWater: 10)
+        XCTAssertEqual(rate.perMinute(now: t0.addingTimeInterval(185), minutes: 1), [0])
+        // Samples older than an hour are forgotten.
+        rate.record(t0.addingTimeInterval(7200), highWater: 20)
+        XCTAssertEqual(rate.samples.count, 1)
+    }
+
     func testTemplatesEscapeWhatTheDatabaseHolds() throws {
         let library = try Templates.library()
         let html = library.render([

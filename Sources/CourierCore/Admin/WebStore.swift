@@ -90,7 +90,7 @@ public struct WebStore {
     /// One page of jobs matching `filter`, newest first, with ids below `before` (nil: from the
     /// newest); at most `limit`. With a substring filter (URL or error) the page reads at most
     /// `scanWindow` candidate rows and may come back short, or empty, with a cursor to go on.
-    public func jobs(_ filter: WebJobFilter, before: Int64?, limit: Int, scanWindow: Int = 50_000) throws -> WebJobPage {
+    public func jobs(_ filter: WebJobFilter, before: Int64?, limit: Int, scanWindow: Int = 20_000) throws -> WebJobPage {
         let scanning = filter.urlContains != nil || filter.errorContains != nil
         var parameters: [any PostgresEncodable] = [
             filter.state?.rawValue, filter.queue, filter.host, filter.urlContains, filter.errorContains,
@@ -131,6 +131,11 @@ public struct WebStore {
             queues[name, default: QueueOverview(name: name)].paused = true
         }
         return queues.values.sorted { $0.name < $1.name }
+    }
+
+    /// The highest attempt id so far (0 without attempts).
+    public func attemptsHighWater() throws -> Int64 {
+        try connection.query(WebStatements.attemptsHighWater)[0].decode(0)
     }
 
     /// Writes one audit row.

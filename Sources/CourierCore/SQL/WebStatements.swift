@@ -73,6 +73,10 @@ public enum WebStatements {
         SELECT q.name, NULL, 0, NULL FROM courier.queues q
         """
 
+    /// The highest attempt id: one probe of the primary key. Two samples a minute apart say how
+    /// many deliveries were made in between, without counting the rows.
+    public static let attemptsHighWater = "SELECT coalesce(max(id), 0)::bigint FROM courier.attempts"
+
     /// Records one action of the console: `$1` who (the name given at login), `$2` the peer
     /// address, `$3` the action, `$4` its target, `$5` how many jobs it changed.
     public static let insertAudit = """

@@ -28,7 +28,7 @@ enum StaticFiles {
         table { border-collapse: collapse; width: 100%; }
         th, td { text-align: left; padding: .35rem .6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
         thead th { font-size: .85rem; color: var(--muted); }
-        td.n { text-align: right; font-variant-numeric: tabular-nums; }
+        td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
         td.url, .url code, td.error { word-break: break-all; }
         .error { color: var(--bad); }
         .state { font-size: .85rem; padding: 0 .4rem; border: 1px solid var(--line); border-radius: 1rem; }
@@ -53,6 +53,8 @@ enum StaticFiles {
         .timeline li.ok::before { background: var(--good); } .timeline li.failed::before { background: var(--bad); }
         .timeline p { margin: 0; }
         .pages { display: flex; gap: 1rem; margin-top: 1rem; }
+        .chart { display: block; width: 100%; height: 4rem; color: var(--accent); border-bottom: 1px solid var(--line); }
+        h2 { font-size: 1.1rem; margin-top: 1.5rem; }
         @media (max-width: 40rem) { th, td { padding: .3rem; } body { font-size: 15px; } }
         """
 

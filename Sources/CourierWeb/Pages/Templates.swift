@@ -70,8 +70,8 @@ enum Templates {
         <p class="hint" id="live-status">{{#hasQueues}}Counts as of loading the page{{/hasQueues}}</p>
         {{#hasQueues}}
         <div class="wrap"><table id="queues">
-        <thead><tr><th scope="col">Queue</th><th scope="col">Pending</th><th scope="col">Running</th>
-        <th scope="col">Retrying</th><th scope="col">Dead</th><th scope="col">Oldest due</th><th scope="col">State</th>
+        <thead><tr><th scope="col">Queue</th><th scope="col" class="n">Pending</th><th scope="col" class="n">Running</th>
+        <th scope="col" class="n">Retrying</th><th scope="col" class="n">Dead</th><th scope="col" class="n">Oldest due</th><th scope="col">State</th>
         {{#actions}}<th scope="col">Action</th>{{/actions}}</tr></thead>
         <tbody>
         {{#queues}}
@@ -93,6 +93,14 @@ enum Templates {
         {{^hasQueues}}<p>No queue has jobs or settings yet.</p>{{/hasQueues}}
         <p class="hint">Pending counts every waiting job, due or scheduled later; oldest due is the age of the
         oldest pending or retrying job whose time has come.</p>
+        <section aria-labelledby="rate-heading">
+        <h2 id="rate-heading">Deliveries per minute, last hour</h2>
+        {{#chart}}<svg class="chart" id="delivery-chart" viewBox="0 0 600 60" preserveAspectRatio="none" role="img"
+        aria-label="Deliveries per minute over the last hour, all queues: peak {{peak}}, last minute {{last}}">
+        <polyline points="{{points}}" fill="none" stroke="currentColor" stroke-width="2" vector-effect="non-scaling-stroke"/></svg>
+        <p class="hint">All queues: peak {{peak}} a minute, last minute {{last}}; counted since this console started.</p>{{/chart}}
+        {{^chart}}<p class="hint">The chart fills in during the console's first minutes.</p>{{/chart}}
+        </section>
         """
 
     static let filters = """

@@ -18,6 +18,7 @@ final class WebApp: Sendable {
     let database: WebDatabase
     let sessions: SessionStore
     let feed: LiveFeed
+    let sampler: DeliverySampler
     let logger: Logger
     private let library: MustacheLibrary
 
@@ -31,6 +32,7 @@ final class WebApp: Sendable {
         database = WebDatabase(url: configuration.databaseURL, connections: configuration.databaseConnections)
         sessions = SessionStore(idleTimeout: configuration.sessionIdleTimeout)
         feed = LiveFeed(database: database, interval: configuration.liveInterval)
+        sampler = DeliverySampler(database: database, interval: configuration.deliverySampleInterval)
         library = try Templates.library()
     }
 
@@ -195,7 +197,15 @@ final class WebApp: Sendable {
                 "lag": PageFormat.age(queue.lagSeconds),
             ]
         }
-        return page("queues", ["queues": rows, "hasQueues": !rows.isEmpty], title: "Queues", context: context, live: true)
+        var values: [String: Any] = ["queues": rows, "hasQueues": !rows.isEmpty]
+        let perMinute = sampler.perMinute()
+        if let line = DeliveryRate.polyline(perMinute, width: 600, height: 60) {
+            values["chart"] = [
+                "points": line.points, "peak": Int(line.peak.rounded()),
+                "last": Int((perMinute.last { $0 != nil } ?? 0)?.rounded() ?? 0),
+            ]
+        }
+        return page("queues", values, title: "Queues", context: context, live: true)
     }
 
     private func jobsPage(_ context: inout PageContext, dead: Bool) async throws -> Response {

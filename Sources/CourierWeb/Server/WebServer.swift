@@ -84,7 +84,7 @@ public enum WebServer {
         Application(
             responder: WebResponder(app: app),
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port)),
-            services: [app.feed],
+            services: [app.feed, app.sampler],
             onServerRunning: { channel in listening(channel.localAddress?.port ?? 0) },
             logger: logger)
     }
