@@ -80,6 +80,19 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The worker's Prometheus endpoint: a registry whose series carry help text, served on
+        // `GET /metrics` by an HTTP server of its own.
+        .target(
+            name: "CourierMetrics",
+            dependencies: [
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         // A small loopback HTTP server: the sink of `courier demo` and `courier bench`, and
         // the server of the integration tests.
         .target(
@@ -97,13 +110,13 @@ let package = Package(
             dependencies: [
                 "CourierCore",
                 "CourierWorker",
+                "CourierMetrics",
                 "CourierSink",
                 "Postgres",
                 "RetryClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict
         ),
@@ -158,7 +171,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CourierCLITests",
-            dependencies: ["CourierCLI", "CourierCore", "Postgres", "CourierTesting"],
+            dependencies: [
+                "CourierCLI", "CourierCore", "CourierMetrics", "Postgres", "CourierTesting",
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
     ]
