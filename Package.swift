@@ -104,10 +104,38 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // What the commands and the benchmark share: errors with exit codes, output formats,
+        // text tables, child processes, signal cleanup and throwaway PostgreSQL clusters.
+        .target(
+            name: "CourierCLISupport",
+            dependencies: [
+                "CourierCore",
+                "Postgres",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        // `courier bench`: the scenarios, the worker processes they start and the figures
+        // they print. Not part of the product's behaviour; the CLI only registers the command.
+        .target(
+            name: "CourierBench",
+            dependencies: [
+                "CourierCLISupport",
+                "CourierCore",
+                "CourierSink",
+                "CourierWorker",
+                "Postgres",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         // Commands, flags, environment, output formats and exit codes.
         .target(
             name: "CourierCLI",
             dependencies: [
+                "CourierBench",
+                "CourierCLISupport",
                 "CourierCore",
                 "CourierWorker",
                 "CourierMetrics",
@@ -172,7 +200,8 @@ let package = Package(
         .testTarget(
             name: "CourierCLITests",
             dependencies: [
-                "CourierCLI", "CourierCore", "CourierMetrics", "Postgres", "CourierTesting",
+                "CourierCLI", "CourierCLISupport", "CourierBench", "CourierCore", "CourierMetrics", "Postgres",
+                "CourierTesting",
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strict

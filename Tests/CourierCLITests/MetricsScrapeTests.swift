@@ -6,6 +6,8 @@ import XCTest
 
 @testable import CourierCLI
 @testable import CourierMetrics
+@testable import CourierCLISupport
+@testable import CourierBench
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -5,6 +5,7 @@ import CourierWorker
 import Foundation
 import Logging
 import Postgres
+import CourierCLISupport
 
 /// `courier demo`: the whole story on a throwaway cluster, with no configuration.
 struct DemoCommand: ParsableCommand {

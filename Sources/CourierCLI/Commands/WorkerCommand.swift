@@ -5,6 +5,7 @@ import CourierWorker
 import Foundation
 import Logging
 import Postgres
+import CourierCLISupport
 
 /// `courier worker`: runs the worker pool until SIGTERM/SIGINT.
 struct WorkerCommand: ParsableCommand {

@@ -108,4 +108,19 @@ public enum BenchStatements {
     public static let countEveryRow = """
         SELECT queue, state, count(*), min(run_at) FROM courier.jobs GROUP BY queue, state
         """
+
+    /// Running jobs of queue `$1`: the `inflight` scenario's sample of its peak.
+    public static let running = """
+        SELECT count(*) FROM courier.jobs WHERE queue = $1 AND state = 'running'
+        """
+
+    /// After loading a history: what autovacuum and autoanalyze would have done by the time a
+    /// real history of that size exists.
+    public static let settleHistory = "VACUUM ANALYZE courier.jobs; VACUUM ANALYZE courier.attempts"
+
+    /// Writes out what a load dirtied (needs a superuser or pg_checkpoint).
+    public static let checkpoint = "CHECKPOINT"
+
+    /// New statistics after a bulk enqueue, as autoanalyze would take within a minute.
+    public static let analyzeJobs = "ANALYZE courier.jobs"
 }

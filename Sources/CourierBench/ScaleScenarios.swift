@@ -2,30 +2,33 @@ import ArgumentParser
 import CourierCore
 import Foundation
 import Postgres
+import CourierCLISupport
 
 /// Flags of the `scale`, `soak` and `scaleout` scenarios of `courier bench`.
-struct ScaleOptions: ParsableArguments {
-    @Option(help: "Scale: finished jobs (each with an attempt row) kept as history (default 5000000).")
-    var history: Int = 5_000_000
-    @Option(help: "Scale: jobs due at once, drained with and without the history (default 500000).")
-    var due: Int = 500_000
-    @Option(name: .customLong("soak-rate"), help: "Soak: jobs enqueued per second (default 3000).")
-    var soakRate: Int = 3000
-    @Option(name: .customLong("soak-duration"), help: "Soak: how long to enqueue (default 10m).")
-    var soakDuration: String = "10m"
-    @Option(name: .customLong("soak-retention"), help: "Soak: the worker's --retention (default 1m).")
-    var soakRetention: String = "1m"
-    @Option(name: .customLong("worker-processes"), help: "Scaleout: comma-separated worker process counts (default 1,2,4).")
-    var workerProcesses: String = "1,2,4"
+package struct ScaleOptions: ParsableArguments {
+    package init() {}
 
-    func validate() throws {
+    @Option(help: "Scale: finished jobs (each with an attempt row) kept as history (default 5000000).")
+    package var history: Int = 5_000_000
+    @Option(help: "Scale: jobs due at once, drained with and without the history (default 500000).")
+    package var due: Int = 500_000
+    @Option(name: .customLong("soak-rate"), help: "Soak: jobs enqueued per second (default 3000).")
+    package var soakRate: Int = 3000
+    @Option(name: .customLong("soak-duration"), help: "Soak: how long to enqueue (default 10m).")
+    package var soakDuration: String = "10m"
+    @Option(name: .customLong("soak-retention"), help: "Soak: the worker's --retention (default 1m).")
+    package var soakRetention: String = "1m"
+    @Option(name: .customLong("worker-processes"), help: "Scaleout: comma-separated worker process counts (default 1,2,4).")
+    package var workerProcesses: String = "1,2,4"
+
+    package func validate() throws {
         if history < 0 || history > 100_000_000 { throw CLIError.usage("--history must be between 0 and 100000000") }
         if due < 1 || due > 10_000_000 { throw CLIError.usage("--due must be between 1 and 10000000") }
         if soakRate < 1 || soakRate > 50_000 { throw CLIError.usage("--soak-rate must be between 1 and 50000") }
         _ = try processCounts()
     }
 
-    func processCounts() throws -> [Int] {
+    package func processCounts() throws -> [Int] {
         let counts = workerProcesses.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
         guard !counts.isEmpty, counts.allSatisfy({ ($0 ?? 0) >= 1 && ($0 ?? 0) <= 64 }) else {
             throw CLIError.usage("--worker-processes: give counts between 1 and 64, e.g. 1,2,4")
@@ -42,7 +45,7 @@ extension BenchRunner {
     /// number again. Before each drain the benchmark times 200 claims of 100 (given back at
     /// once); while it runs, it claims (and completes) a batch of 100 itself every 50 ms or so and
     /// times those claims too; after the load it times `courier.queue_stats`.
-    func scale(history: Int, due: Int) throws -> [BenchResult] {
+    package func scale(history: Int, due: Int) throws -> [BenchResult] {
         let queue = "bench-scale"
         let historyQueue = "bench-history"
         say("scale: drain \(Output.count(due)) jobs on an empty table...")
@@ -66,12 +69,11 @@ extension BenchRunner {
             say("  \(Output.count(loaded)) loaded (\(Int(Double(loaded) / Date().timeIntervalSince(loadStarted)))/s)")
         }
         let loadSeconds = Date().timeIntervalSince(loadStarted)
-        try connection.simpleQuery("VACUUM ANALYZE courier.jobs")
-        try connection.simpleQuery("VACUUM ANALYZE courier.attempts")
+        try connection.simpleQuery(BenchStatements.settleHistory)
         // History accumulates over days, long since written out: flush the gigabytes the load
         // just dirtied, so the drain does not share the disk with their first write (needs a
         // superuser or pg_checkpoint; without it the drain pays for that write too).
-        try? connection.simpleQuery("CHECKPOINT")
+        try? connection.simpleQuery(BenchStatements.checkpoint)
         let statsTimes = try timeStatement(BenchStatements.queueStats, times: 20)
         let oldStatsTimes = try timeStatement(BenchStatements.countEveryRow, times: 3)
         var full = try scaleDrain(name: "scale", queue: queue, due: due, queueStatsWhileDue: true)
@@ -100,7 +102,7 @@ extension BenchRunner {
         try store.setPaused(queue, true)
         _ = try store.importJobs(makeJobs(due, path: "/hook", queue: queue), skipInvalid: false)
         // As autovacuum would within a minute of such a load.
-        try connection.simpleQuery("ANALYZE courier.jobs")
+        try connection.simpleQuery(BenchStatements.analyzeJobs)
         var statsWhileDue: [Double] = []
         if queueStatsWhileDue { statsWhileDue = try timeStatement(BenchStatements.queueStats, times: 20) }
         let probe = try PostgresConnection(databaseURL, applicationName: "courier-bench-probe")
@@ -166,7 +168,7 @@ extension BenchRunner {
     /// retention). After the traffic: waits until every job is delivered, reports the stale rows
     /// 30 s later, then writes a backlog of stale jobs at once and times how fast the worker
     /// removes it: its removal capacity, against the enqueue rate.
-    func soak(rate: Int, seconds: Double, retention: Double) throws -> BenchResult {
+    package func soak(rate: Int, seconds: Double, retention: Double) throws -> BenchResult {
         let queue = "bench-soak"
         say("soak: \(Output.count(rate)) jobs/s for \(Output.duration(seconds)), worker --retention \(Output.duration(retention))...")
         try reset(queue)
@@ -291,7 +293,7 @@ extension BenchRunner {
 
     /// The drain of `jobs` jobs by 1, 2, 4... `courier worker` processes of the benchmark's
     /// settings, against the one PostgreSQL: where the database becomes the limit.
-    func scaleout(jobs: Int, processes counts: [Int]) throws -> [BenchResult] {
+    package func scaleout(jobs: Int, processes counts: [Int]) throws -> [BenchResult] {
         let queue = "bench-scaleout"
         var results: [BenchResult] = []
         let store = AdminStore(connection: connection)
