@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .executable(name: "courier", targets: ["courier"]),
         .library(name: "RetryClient", targets: ["RetryClient"]),
+        .library(name: "RetryClientTesting", targets: ["RetryClientTesting"]),
         .library(name: "CourierCore", targets: ["CourierCore"]),
     ],
     dependencies: [
@@ -47,6 +48,12 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
+            swiftSettings: strict
+        ),
+        // Test doubles for users of RetryClient (a stub transport), kept out of the library.
+        .target(
+            name: "RetryClientTesting",
+            dependencies: ["RetryClient"],
             swiftSettings: strict
         ),
         // Job model, state machine, SQL statements, the store and the migrator.
@@ -175,7 +182,7 @@ let package = Package(
         .testTarget(
             name: "RetryClientTests",
             dependencies: [
-                "RetryClient", "CourierTesting",
+                "RetryClient", "RetryClientTesting", "CourierTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
