@@ -270,10 +270,7 @@ package struct BenchRunner {
         job.queue = queue
         job.body = Self.payload(n)
         job.headers = [("Content-Type", "application/json")]
-        _ = try connection.queryCached(
-            AdminStatements.enqueueOne,
-            [job.url, job.body, job.method, PostgresJSON(job.headersJSON), job.queue, job.runAt, job.maxAttempts,
-             job.idempotencyKey, job.priority, job.delaySeconds, job.retrySchedule.map { PostgresArray($0) }])
+        try connection.run(AdminStatements.enqueueOne, job)
     }
 
     package func flaky(jobs: Int) throws -> BenchResult {

@@ -7,13 +7,29 @@ import Postgres
 /// `connection.run(DestinationStatements.disable, .init(host: host, reason: reason))`, and
 /// adding a parameter is a change to one file the compiler checks everywhere.
 public struct Statement<Parameters>: Sendable {
-    /// The SQL text, run as one prepared statement.
+    /// When PostgreSQL plans a statement.
+    public enum Planning: Sendable {
+        /// With the values of each call (an unnamed statement): for statements whose best plan
+        /// depends on which optional filters are set, run once in a while.
+        case perCall
+        /// Once per connection (a named prepared statement, `PostgresConnection.queryCached`):
+        /// for the statements a worker runs thousands of times, whose plan does not depend on
+        /// the values.
+        case prepared
+    }
+
+    /// The SQL text.
     public let sql: String
+    /// When it is planned.
+    public let planning: Planning
     private let bind: @Sendable (Parameters) -> [any PostgresEncodable]
 
     /// A statement whose `$1 ... $n` are `bind(parameters)` in that order.
-    public init(_ sql: String, bind: @escaping @Sendable (Parameters) -> [any PostgresEncodable]) {
+    public init(
+        _ sql: String, planning: Planning = .perCall, bind: @escaping @Sendable (Parameters) -> [any PostgresEncodable]
+    ) {
         self.sql = sql
+        self.planning = planning
         self.bind = bind
     }
 
@@ -23,21 +39,24 @@ public struct Statement<Parameters>: Sendable {
 
 extension Statement where Parameters == Void {
     /// A statement without parameters.
-    public init(_ sql: String) {
-        self.init(sql) { _ in [] }
+    public init(_ sql: String, planning: Planning = .perCall) {
+        self.init(sql, planning: planning) { _ in [] }
     }
 }
 
 extension PostgresConnection {
-    /// Runs `statement` with `parameters`, prepared once per connection.
+    /// Runs `statement` with `parameters`, planned as the statement says.
     @discardableResult
     public func run<Parameters>(_ statement: Statement<Parameters>, _ parameters: Parameters) throws -> PostgresResult {
-        try queryCached(statement.sql, statement.arguments(parameters))
+        switch statement.planning {
+        case .perCall: try query(statement.sql, statement.arguments(parameters))
+        case .prepared: try queryCached(statement.sql, statement.arguments(parameters))
+        }
     }
 
-    /// Runs a statement without parameters, prepared once per connection.
+    /// Runs a statement without parameters.
     @discardableResult
     public func run(_ statement: Statement<Void>) throws -> PostgresResult {
-        try queryCached(statement.sql, [])
+        try run(statement, ())
     }
 }
