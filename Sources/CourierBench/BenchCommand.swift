@@ -117,7 +117,7 @@ package struct BenchCommand: ParsableCommand {
         let connection = try PostgresConnection(url, applicationName: "courier-bench")
         defer { connection.close() }
         try Migrator(logger: Logger(label: "courier.bench", factory: { _ in SwiftLogNoOpLogHandler() })).migrate(connection)
-        let settings = try connection.query(BenchStatements.serverSettings)[0]
+        let settings = try connection.run(BenchStatements.serverSettings)[0]
 
         let sink = try BenchSink.start(external: sinkURL)
         defer { sink.shutdown() }

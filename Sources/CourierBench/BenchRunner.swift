@@ -104,7 +104,7 @@ package struct BenchRunner {
 
     /// Clears a scenario's queue so reruns against the same database start empty.
     package func reset(_ queue: String) throws {
-        _ = try connection.query(BenchStatements.resetQueue, [queue])
+        _ = try connection.run(BenchStatements.resetQueue, queue)
     }
 
     /// The sink under host name `h<n>.localhost`.
@@ -132,10 +132,10 @@ package struct BenchRunner {
     /// Waits until `count` jobs of `queue` succeeded; returns when, or throws after the timeout.
     package func waitForSucceeded(_ queue: String, count: Int, started: Date, sample: (() -> Void)? = nil) throws -> Date {
         while true {
-            let unfinished: Bool = try connection.queryCached(BenchStatements.hasUnfinished, [queue])[0].decode(0)
+            let unfinished: Bool = try connection.run(BenchStatements.hasUnfinished, queue)[0].decode(0)
             if !unfinished {
                 let finished = Date()
-                let done: Int = try connection.queryCached(BenchStatements.succeededCount, [queue])[0].decode(0)
+                let done: Int = try connection.run(BenchStatements.succeededCount, queue)[0].decode(0)
                 guard done == count else {
                     throw CLIError("benchmark queue \(queue): \(count - done) of \(count) jobs did not succeed")
                 }
@@ -166,13 +166,13 @@ package struct BenchRunner {
         let before = process.stats
         let started = Date()
         try store.setPaused(queue, false)
-        _ = try connection.query(BenchStatements.wake, [queue])
+        _ = try connection.run(BenchStatements.wake, queue)
         let finished = try waitForSucceeded(queue, count: jobs, started: started, sample: sample.map { f in { f(process) } })
         let after = process.stats
         let counters = BenchMetrics.scrape(port: metricsPort)
         let seconds = finished.timeIntervalSince(started)
         let cpu = cpuPerThousand(before, after, jobs: jobs)
-        let attempts: Int = try connection.query(BenchStatements.attemptCount, [queue])[0].decode(0)
+        let attempts: Int = try connection.run(BenchStatements.attemptCount, queue)[0].decode(0)
         var result = BenchResult(name: name, jobs: jobs, seconds: seconds, cpuPerThousand: cpu, peakRSS: after?.peakRSS, detail: "")
         result.extra["attempts"] = attempts
         result.extra["enqueue_seconds"] = (enqueueSeconds * 1000).rounded() / 1000
@@ -224,7 +224,7 @@ package struct BenchRunner {
         let count = max(1, Int(Double(rate) * seconds))
         say("failing-host: \(Output.count(count)) jobs at \(rate)/s to 20 healthy hosts, without and with a failing host...")
         try reset(failingQueue)
-        try connection.query(BenchStatements.resetDestination, ["failing.localhost"])
+        try connection.run(BenchStatements.resetDestination, "failing.localhost")
         let process = try startWorker(queue: "\(healthyQueue),\(failingQueue)", extra: Self.resolveLocalhost)
         defer { process.stop() }
         let port = URLComponents(string: sink.baseURL)?.port ?? 80
@@ -239,14 +239,14 @@ package struct BenchRunner {
                 if withFailing { try enqueueOne(url: "http://failing.localhost:\(port)/fail", queue: failingQueue, n: n) }
             }
             _ = try waitForSucceeded(healthyQueue, count: count, started: started)
-            return try connection.query(BenchStatements.latencies, [healthyQueue]).rows.map { try $0.decode(0) }.sorted()
+            return try connection.run(BenchStatements.latencies, healthyQueue).rows.map { try $0.decode(0) }.sorted()
         }
         let alone = try run(withFailing: false)
         let started = Date()
         let beside = try run(withFailing: true)
         let elapsed = Date().timeIntervalSince(started)
-        let failingAttempts: Int = try connection.query(BenchStatements.attemptCount, [failingQueue])[0].decode(0)
-        let breaker: String = try connection.query(BenchStatements.breakerState, ["failing.localhost"])[0].decode(0)
+        let failingAttempts: Int = try connection.run(BenchStatements.attemptCount, failingQueue)[0].decode(0)
+        let breaker: String = try connection.run(BenchStatements.breakerState, "failing.localhost")[0].decode(0)
         func p99(_ values: [Double]) -> Double {
             values.isEmpty ? 0 : values[min(values.count - 1, Int((0.99 * Double(values.count - 1)).rounded()))]
         }
@@ -291,7 +291,7 @@ package struct BenchRunner {
             sample: { _ in
                 counter.value += 1
                 if counter.value % 5 == 0,
-                   let running: Int = try? connection.query(BenchStatements.running, ["bench-inflight"])[0].decode(0)
+                   let running: Int = try? connection.run(BenchStatements.running, "bench-inflight")[0].decode(0)
                 {
                     maxRunning = max(maxRunning, running)
                 }
@@ -316,16 +316,16 @@ package struct BenchRunner {
         let process = try startWorker(queue: queue, extra: ["--per-host-limit", String(slots)])
         defer { process.stop() }
         try store.setPaused(queue, false)
-        _ = try connection.query(BenchStatements.wake, [queue])
+        _ = try connection.run(BenchStatements.wake, queue)
         // Warm up: every slot taken and the first answers back.
         Thread.sleep(forTimeInterval: 6)
         let before = process.stats
-        let doneBefore: Int = try connection.queryCached(BenchStatements.succeededCount, [queue])[0].decode(0)
+        let doneBefore: Int = try connection.run(BenchStatements.succeededCount, queue)[0].decode(0)
         let started = Date()
         Thread.sleep(forTimeInterval: seconds)
         let after = process.stats
         let elapsed = Date().timeIntervalSince(started)
-        let doneAfter: Int = try connection.queryCached(BenchStatements.succeededCount, [queue])[0].decode(0)
+        let doneAfter: Int = try connection.run(BenchStatements.succeededCount, queue)[0].decode(0)
         guard process.isRunning else { throw CLIError("saturated: the worker exited during the run") }
         let delivered = doneAfter - doneBefore
         let cpu = (after?.cpuSeconds ?? 0) - (before?.cpuSeconds ?? 0)
@@ -360,7 +360,7 @@ package struct BenchRunner {
         let after = process.stats
         var starts: [Double] = []
         var dones: [Double] = []
-        for row in try connection.query(BenchStatements.latencies, [queue]).rows {
+        for row in try connection.run(BenchStatements.latencies, queue).rows {
             starts.append(try row.decode(0))
             dones.append(try row.decode(1))
         }

@@ -61,23 +61,23 @@ extension BenchRunner {
         let step = history > 0 ? span * 1000 / Double(history) : 0
         while loaded < history {
             let n = min(chunk, history - loaded)
-            _ = try connection.query(
+            try connection.run(
                 BenchStatements.loadFinished,
-                [historyQueue, sink.baseURL + "/hook", BenchRunner.payload(loaded), n,
-                 span - Double(loaded) * step / 1000, step])
+                .init(queue: historyQueue, url: sink.baseURL + "/hook", body: BenchRunner.payload(loaded), count: n,
+                      firstSecondsAgo: span - Double(loaded) * step / 1000, stepMilliseconds: step))
             loaded += n
             say("  \(Output.count(loaded)) loaded (\(Int(Double(loaded) / Date().timeIntervalSince(loadStarted)))/s)")
         }
         let loadSeconds = Date().timeIntervalSince(loadStarted)
-        try connection.simpleQuery(BenchStatements.settleHistory)
+        try connection.simpleQuery(BenchStatements.settleHistory.sql)
         // History accumulates over days, long since written out: flush the gigabytes the load
         // just dirtied, so the drain does not share the disk with their first write (needs a
         // superuser or pg_checkpoint; without it the drain pays for that write too).
-        try? connection.simpleQuery(BenchStatements.checkpoint)
+        try? connection.simpleQuery(BenchStatements.checkpoint.sql)
         let statsTimes = try timeStatement(BenchStatements.queueStats, times: 20)
         let oldStatsTimes = try timeStatement(BenchStatements.countEveryRow, times: 3)
         var full = try scaleDrain(name: "scale", queue: queue, due: due, queueStatsWhileDue: true)
-        let sizes = try connection.query(BenchStatements.soakSample, [historyQueue, 0.0])[0]
+        let sizes = try connection.run(BenchStatements.soakSample, (queue: historyQueue, staleAfterSeconds: 0.0))[0]
         let bytes = try (0..<4).map { try sizes.decode($0, as: Int.self) }.reduce(0, +)
         let fraction = full.rate / max(empty.rate, 1e-9)
         full.detail += String(
@@ -102,7 +102,7 @@ extension BenchRunner {
         try store.setPaused(queue, true)
         _ = try store.importJobs(makeJobs(due, path: "/hook", queue: queue), skipInvalid: false)
         // As autovacuum would within a minute of such a load.
-        try connection.simpleQuery(BenchStatements.analyzeJobs)
+        try connection.simpleQuery(BenchStatements.analyzeJobs.sql)
         var statsWhileDue: [Double] = []
         if queueStatsWhileDue { statsWhileDue = try timeStatement(BenchStatements.queueStats, times: 20) }
         let probe = try PostgresConnection(databaseURL, applicationName: "courier-bench-probe")
@@ -125,7 +125,7 @@ extension BenchRunner {
         let before = process.stats
         let started = Date()
         try store.setPaused(queue, false)
-        _ = try connection.query(BenchStatements.wake, [queue])
+        _ = try connection.run(BenchStatements.wake, queue)
         var claimTimes: [Double] = []
         var lastProbe = Date.distantPast
         let finished = try waitForSucceeded(queue, count: due, started: started, sample: {
@@ -193,7 +193,7 @@ extension BenchRunner {
         }
         say(line(["TIME", "JOBS", "JOBS IDX", "ATTEMPTS", "ATT IDX", "TOTAL", "ROWS", "IN/S", "OUT/S", "STALE"]))
         func sample(_ at: Double) throws {
-            let row = try connection.query(BenchStatements.soakSample, [queue, retention])[0]
+            let row = try connection.run(BenchStatements.soakSample, (queue: queue, staleAfterSeconds: retention))[0]
             let sizes = try (0..<4).map { try row.decode($0, as: Int.self) }
             let rows: Int = try row.decode(4)
             let stale: Int = try row.decode(5)
@@ -214,7 +214,7 @@ extension BenchRunner {
             if elapsed >= seconds { break }
             let target = Int(min(elapsed + tick, seconds) / tick * perTick)
             if target > enqueued {
-                let n: Int = try connection.queryCached(BenchStatements.enqueueMany, [url, body, queue, target - enqueued])[0].decode(0)
+                let n: Int = try connection.run(BenchStatements.enqueueMany, (url: url, body: body, queue: queue, count: target - enqueued))[0].decode(0)
                 enqueued += n
             }
             if elapsed >= nextSample {
@@ -228,7 +228,7 @@ extension BenchRunner {
         guard process.isRunning else { throw CLIError("soak: the worker exited during the run") }
         // Every job delivered: nothing left waiting or running.
         while true {
-            let unfinished: Bool = try connection.queryCached(BenchStatements.hasUnfinished, [queue])[0].decode(0)
+            let unfinished: Bool = try connection.run(BenchStatements.hasUnfinished, queue)[0].decode(0)
             if !unfinished { break }
             if Date().timeIntervalSince(started) > trafficSeconds + timeout {
                 throw CLIError("soak: jobs still unfinished \(Output.duration(timeout)) after the traffic stopped")
@@ -236,11 +236,11 @@ extension BenchRunner {
             Thread.sleep(forTimeInterval: 0.1)
         }
         let deliveredAt = Date().timeIntervalSince(started)
-        let notSucceeded: Int = try connection.query(BenchStatements.notSucceeded, [queue])[0].decode(0)
+        let notSucceeded: Int = try connection.run(BenchStatements.notSucceeded, queue)[0].decode(0)
         let after = process.stats
         let stopWait = trafficSeconds + 30 - Date().timeIntervalSince(started)
         if stopWait > 0 { Thread.sleep(forTimeInterval: stopWait) }
-        let staleAfter30: Int = try connection.query(BenchStatements.soakSample, [queue, retention])[0].decode(5)
+        let staleAfter30: Int = try connection.run(BenchStatements.soakSample, (queue: queue, staleAfterSeconds: retention))[0].decode(5)
         try sample(Date().timeIntervalSince(started))
 
         // Capacity: a backlog of stale jobs (30 s of traffic, at least 50,000, with their attempt
@@ -253,15 +253,17 @@ extension BenchRunner {
         var loaded = 0
         while loaded < backlog {
             let n = min(250_000, backlog - loaded)
-            _ = try connection.query(
-                BenchStatements.loadFinished, [backlogQueue, url, body, n, 30.0 * 86_400, 0.001])
+            try connection.run(
+                BenchStatements.loadFinished,
+                .init(queue: backlogQueue, url: url, body: body, count: n, firstSecondsAgo: 30.0 * 86_400,
+                      stepMilliseconds: 0.001))
             loaded += n
         }
         let removalStarted = Date()
         var first: (at: Date, rows: Int)?
         var capacity = 0.0
         while true {
-            let rows: Int = try connection.queryCached(BenchStatements.queueJobs, [backlogQueue])[0].decode(0)
+            let rows: Int = try connection.run(BenchStatements.queueJobs, backlogQueue)[0].decode(0)
             if first == nil && rows < backlog { first = (Date(), rows) }
             if rows == 0, let first {
                 capacity = Double(first.rows) / max(Date().timeIntervalSince(first.at), 1e-9)
@@ -307,7 +309,7 @@ extension BenchRunner {
             let before = processes.map(\.stats)
             let started = Date()
             try store.setPaused(queue, false)
-            _ = try connection.query(BenchStatements.wake, [queue])
+            _ = try connection.run(BenchStatements.wake, queue)
             let finished = try waitForSucceeded(queue, count: jobs, started: started)
             let after = processes.map(\.stats)
             let cpu = zip(before, after).reduce(0.0) { sum, pair in
@@ -322,10 +324,10 @@ extension BenchRunner {
     }
 
     /// Runs `sql` `times` times and returns each duration in milliseconds.
-    private func timeStatement(_ sql: String, times: Int) throws -> [Double] {
+    private func timeStatement(_ statement: Statement<Void>, times: Int) throws -> [Double] {
         try (0..<times).map { _ in
             let t0 = DispatchTime.now().uptimeNanoseconds
-            _ = try connection.query(sql)
+            try connection.run(statement)
             return Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6
         }
     }
