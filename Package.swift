@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .executable(name: "courier", targets: ["courier"]),
         .library(name: "RetryClient", targets: ["RetryClient"]),
+        .library(name: "RetryClientTesting", targets: ["RetryClientTesting"]),
         .library(name: "CourierCore", targets: ["CourierCore"]),
     ],
     dependencies: [
@@ -53,6 +54,12 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Test doubles for users of RetryClient (a stub transport), kept out of the library.
+        .target(
+            name: "RetryClientTesting",
+            dependencies: ["RetryClient"],
+            swiftSettings: strict
+        ),
         // Job model, state machine, SQL statements, the store and the migrator.
         .target(
             name: "CourierCore",
@@ -68,6 +75,7 @@ let package = Package(
                 .embedInCode("Migrations/0004_hostile_input.sql"),
                 .embedInCode("Migrations/0005_destinations.sql"),
                 .embedInCode("Migrations/0006_retention.sql"),
+                .embedInCode("Migrations/0007_claim_index.sql"),
                 .embedInCode("Migrations/0008_web_audit.sql"),
             ],
             swiftSettings: strict
@@ -81,6 +89,19 @@ let package = Package(
                 "RetryClient",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
+        // The worker's Prometheus endpoint: a registry whose series carry help text, served on
+        // `GET /metrics` by an HTTP server of its own.
+        .target(
+            name: "CourierMetrics",
+            dependencies: [
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),
@@ -111,12 +132,42 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // What the commands and the benchmark share: errors with exit codes, output formats,
+        // text tables, child processes, signal cleanup and throwaway PostgreSQL clusters.
+        .target(
+            name: "CourierCLISupport",
+            dependencies: [
+                "CourierCore",
+                "Postgres",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        // `courier bench`: the scenarios, the worker processes they start and the figures
+        // they print. Not part of the product's behaviour; the CLI only registers the command.
+        .target(
+            name: "CourierBench",
+            dependencies: [
+                "CourierCLISupport",
+                "CourierCore",
+                "CourierSink",
+                "CourierWeb",
+                "CourierWorker",
+                "Postgres",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         // Commands, flags, environment, output formats and exit codes.
         .target(
             name: "CourierCLI",
             dependencies: [
+                "CourierBench",
+                "CourierCLISupport",
                 "CourierCore",
                 "CourierWorker",
+                "CourierMetrics",
                 "CourierSink",
                 "CourierWeb",
                 "Postgres",
@@ -124,7 +175,6 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict
         ),
@@ -155,7 +205,7 @@ let package = Package(
         .testTarget(
             name: "RetryClientTests",
             dependencies: [
-                "RetryClient", "CourierTesting",
+                "RetryClient", "RetryClientTesting", "CourierTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -179,7 +229,11 @@ let package = Package(
         ),
         .testTarget(
             name: "CourierCLITests",
-            dependencies: ["CourierCLI", "CourierCore", "Postgres", "CourierTesting"],
+            dependencies: [
+                "CourierCLI", "CourierCLISupport", "CourierBench", "CourierCore", "CourierMetrics", "Postgres",
+                "CourierTesting",
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,9 +1,11 @@
 import ArgumentParser
 import CourierCore
+import CourierMetrics
 import CourierWeb
 import Foundation
 import Logging
 import Postgres
+import CourierCLISupport
 
 /// `courier web`: the operator's console in the browser, until SIGTERM or SIGINT.
 struct WebCommand: AsyncParsableCommand {

@@ -91,20 +91,15 @@ public struct WebStore {
     /// newest); at most `limit`. With a substring filter (URL or error) the page reads at most
     /// `scanWindow` candidate rows and may come back short, or empty, with a cursor to go on.
     public func jobs(_ filter: WebJobFilter, before: Int64?, limit: Int, scanWindow: Int = 20_000) throws -> WebJobPage {
-        let scanning = filter.urlContains != nil || filter.errorContains != nil
-        var parameters: [any PostgresEncodable] = [
-            filter.state?.rawValue, filter.queue, filter.host, filter.urlContains, filter.errorContains,
-            filter.createdSince, filter.createdBefore, filter.finishedSince, filter.finishedBefore, before, limit,
-        ]
-        guard scanning else {
-            let jobs = try connection.query(WebStatements.listJobs, parameters).rows.map(AdminStore.summary)
+        let page = WebStatements.JobPage(filter: filter, before: before, limit: limit, scanWindow: scanWindow)
+        guard filter.urlContains != nil || filter.errorContains != nil else {
+            let jobs = try connection.run(WebStatements.listJobs, page).rows.map(AdminStore.summary)
             return WebJobPage(jobs: jobs, nextBefore: jobs.count == limit ? jobs.last?.id : nil)
         }
-        parameters.append(max(limit, scanWindow))
         var jobs: [JobSummary] = []
         var lowest: Int64?
         var examined = 0
-        for row in try connection.query(WebStatements.listJobsScanning, parameters).rows {
+        for row in try connection.run(WebStatements.listJobsScanning, page).rows {
             lowest = try row.decode(13)
             examined = try row.decode(14)
             if try row.decode(0, as: Int64?.self) != nil { jobs.append(try AdminStore.summary(row)) }
@@ -117,7 +112,7 @@ public struct WebStore {
     /// Every queue with jobs or settings, by name.
     public func queueOverview() throws -> [QueueOverview] {
         var queues: [String: QueueOverview] = [:]
-        for row in try connection.query(WebStatements.queueOverview).rows {
+        for row in try connection.run(WebStatements.queueOverview).rows {
             let name: String = try row.decode(0)
             var queue = queues[name] ?? QueueOverview(name: name)
             if let stateText: String = try row.decode(1), let state = JobState(rawValue: stateText) {
@@ -126,7 +121,7 @@ public struct WebStore {
             }
             queues[name] = queue
         }
-        for row in try connection.query(AdminStatements.pausedQueues).rows {
+        for row in try connection.run(AdminStatements.pausedQueues).rows {
             let name: String = try row.decode(0)
             queues[name, default: QueueOverview(name: name)].paused = true
         }
@@ -135,28 +130,11 @@ public struct WebStore {
 
     /// The highest attempt id so far (0 without attempts).
     public func attemptsHighWater() throws -> Int64 {
-        try connection.query(WebStatements.attemptsHighWater)[0].decode(0)
+        try connection.run(WebStatements.attemptsHighWater)[0].decode(0)
     }
 
     /// Writes one audit row.
     public func audit(_ entry: WebAuditEntry) throws {
-        try connection.query(
-            WebStatements.insertAudit,
-            [Self.clip(entry.who, 200), Self.clip(entry.client, 200), entry.action, Self.clip(entry.target, 2000),
-             entry.jobs])
-    }
-
-    /// `text` cut to at most `bytes` UTF-8 bytes at a character boundary (the table bounds
-    /// its columns in bytes).
-    static func clip(_ text: String, _ bytes: Int) -> String {
-        var result = ""
-        var used = 0
-        for character in text {
-            let size = character.utf8.count
-            if used + size > bytes { break }
-            result.append(character)
-            used += size
-        }
-        return result
+        try connection.run(WebStatements.insertAudit, entry)
     }
 }

@@ -1,3 +1,4 @@
+import CourierCLISupport
 import CourierCore
 import CourierWeb
 import Foundation
@@ -22,12 +23,11 @@ extension BenchRunner {
         let span = 6.0 * 86_400
         try load(queue: historyQueue, count: history, span: span)
         try load(queue: deadQueue, count: 20_000, span: span)
-        _ = try connection.query(WebStatements.benchMakeDead, [deadQueue])
+        try connection.run(WebStatements.benchMakeDead, deadQueue)
         _ = try AdminStore(connection: connection).importJobs(makeJobs(2_000, path: "/hook", queue: dueQueue), skipInvalid: false)
         try AdminStore(connection: connection).setPaused(dueQueue, true)
-        try connection.simpleQuery("VACUUM ANALYZE courier.jobs")
-        try connection.simpleQuery("VACUUM ANALYZE courier.attempts")
-        _ = try connection.query("SELECT courier.fold_job_counts()")
+        try connection.simpleQuery(BenchStatements.settleHistory.sql)
+        try connection.query(WorkerStatements.foldJobCounts)
 
         let secret = UUID().uuidString + UUID().uuidString
         var configuration = WebConfiguration(databaseURL: databaseURL, password: try WebPassword(fileContents: secret))
@@ -41,9 +41,9 @@ extension BenchRunner {
         let client = BenchHTTP(base: "http://127.0.0.1:\(server.port)")
         try client.login(password: secret)
 
-        let someJob: Int64 = try connection.query("SELECT max(id) FROM courier.jobs WHERE queue = $1", [historyQueue])[0].decode(0)
-        let deadJob: Int64 = try connection.query("SELECT max(id) FROM courier.jobs WHERE queue = $1", [deadQueue])[0].decode(0)
-        let middle: Int64 = try connection.query("SELECT (min(id) + max(id)) / 2 FROM courier.jobs")[0].decode(0)
+        let someJob: Int64 = try connection.run(WebStatements.benchNewestJob, historyQueue)[0].decode(0)
+        let deadJob: Int64 = try connection.run(WebStatements.benchNewestJob, deadQueue)[0].decode(0)
+        let middle: Int64 = try connection.run(WebStatements.benchMiddleJob)[0].decode(0)
         let host = URLComponents(string: sink.baseURL)?.host ?? "127.0.0.1"
         let pages = [
             "/queues", "/jobs", "/jobs?queue=\(historyQueue)", "/jobs?state=dead", "/jobs?state=pending",
@@ -84,9 +84,10 @@ extension BenchRunner {
         var loaded = 0
         while loaded < count {
             let n = min(chunk, count - loaded)
-            _ = try connection.query(
+            try connection.run(
                 BenchStatements.loadFinished,
-                [queue, sink.baseURL + "/hook", BenchRunner.payload(loaded), n, span - Double(loaded) * step / 1000, step])
+                .init(queue: queue, url: sink.baseURL + "/hook", body: BenchRunner.payload(loaded), count: n,
+                      firstSecondsAgo: span - Double(loaded) * step / 1000, stepMilliseconds: step))
             loaded += n
         }
     }
