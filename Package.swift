@@ -239,7 +239,7 @@ let package = Package(
         .testTarget(
             name: "CourierWebTests",
             dependencies: [
-                "CourierWeb", "CourierCore", "Postgres", "CourierTesting",
+                "CourierWeb", "CourierCLISupport", "CourierCore", "Postgres", "CourierTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Logging", package: "swift-log"),

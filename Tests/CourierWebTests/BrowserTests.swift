@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CourierCLISupport
 import CourierCore
 import Foundation
 import NIOCore
@@ -58,8 +59,8 @@ final class BrowserTests: WebTestCase {
         XCTAssertFalse(page.contains("SECRETBROWSER1"))
         try await session.click(#"form[action="/jobs/\#(dead)/requeue"] button"#)
         try await session.waitForURL { $0.hasSuffix("/jobs/\(dead)") }
-        let value1 = try await session.text("main").contains("requeued")
-        XCTAssertTrue(value1)
+        let noticeShown = try await session.text("main").contains("requeued")
+        XCTAssertTrue(noticeShown)
         let row = try connection.query(
             "SELECT state::text, run_at <= now() FROM courier.jobs WHERE id = $1", [dead])[0]
         XCTAssertEqual(try row.decode(0, as: String.self), "pending")
@@ -74,8 +75,8 @@ final class BrowserTests: WebTestCase {
         let deadNow: Int = try connection.query(
             "SELECT jobs::int FROM courier.queue_stats WHERE queue = 'billing' AND state = 'dead'")[0].decode(0)
         try await session.waitFor { try await session.text(#"tr[data-queue="billing"] td[data-field="dead"]"#) == String(deadNow) }
-        let value2 = try await session.text("#live-status").hasPrefix("Live")
-        XCTAssertTrue(value2)
+        let liveStatus = try await session.text("#live-status").hasPrefix("Live")
+        XCTAssertTrue(liveStatus)
         try await session.close()
     }
 
@@ -95,10 +96,10 @@ final class BrowserTests: WebTestCase {
         for path in ["/queues", "/dead", "/jobs/\(dead)", "/destinations"] {
             try await session.navigate(base + path)
             // Only the filter form (a GET) has a button.
-            let value3 = try await session.elements("main form:not(.filters) button").count
-            XCTAssertEqual(value3, 0, path)
-            let value4 = try await session.elements("main form[method=post]").count
-            XCTAssertEqual(value4, 0, path)
+            let actionButtons = try await session.elements("main form:not(.filters) button").count
+            XCTAssertEqual(actionButtons, 0, path)
+            let postForms = try await session.elements("main form[method=post]").count
+            XCTAssertEqual(postForms, 0, path)
         }
         // A forged POST with the page's own valid token is still refused.
         let token = try await session.attribute(#"form.logout input[name="csrf"]"#, "value")
@@ -146,7 +147,7 @@ final class WebDriver: @unchecked Sendable {
             print("warning: SKIPPING browser test: \(message)")
             throw XCTSkip(message)
         }
-        let port = try freePort()
+        let port = try ThrowawayCluster.freePort()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: driver)
         process.arguments = ["--port=\(port)", "--allowed-ips=127.0.0.1"]
@@ -226,24 +227,6 @@ final class WebDriver: @unchecked Sendable {
             throw BrowserTestError(message: "WebDriver \(method) \(path): \(value?["error"] ?? response.status.code) \(value?["message"] ?? "")")
         }
         return object
-    }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        guard bound == 0 else { throw BrowserTestError(message: "cannot bind a port") }
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

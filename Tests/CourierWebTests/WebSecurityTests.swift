@@ -42,8 +42,8 @@ final class WebSecurityTests: WebTestCase {
         XCTAssertNil(page.headers.first(name: "set-cookie"))
         XCTAssertTrue(page.body.contains("Wrong password."))
         XCTAssertFalse(page.body.contains("correct horse"))
-        let value1 = try await browser.get("/queues").status
-        XCTAssertEqual(value1, 401)
+        let queuesStatus = try await browser.get("/queues").status
+        XCTAssertEqual(queuesStatus, 401)
     }
 
     func testSessionCookieFlagsAndSecurityHeaders() async throws {
@@ -78,8 +78,8 @@ final class WebSecurityTests: WebTestCase {
         // Logging out ends the session on the server, not only in the browser.
         let out = try await browser.post("/logout", [("csrf", try XCTUnwrap(browser.csrf))])
         XCTAssertEqual(out.status, 303)
-        let value2 = try await browser.get("/queues").status
-        XCTAssertEqual(value2, 401)
+        let afterLogout = try await browser.get("/queues").status
+        XCTAssertEqual(afterLogout, 401)
     }
 
     func testAPostWithoutTheCSRFTokenIsRefused() async throws {
@@ -140,10 +140,10 @@ final class WebSecurityTests: WebTestCase {
             XCTAssertFalse(page.body.contains("Pause"), route)
             XCTAssertFalse(page.body.contains(">Disable<"), route)
         }
-        let value3 = try await browser.get("/dead").body.contains("/jobs/\(dead)")
-        XCTAssertTrue(value3, "the dead job is listed")
-        let value4 = try await browser.get("/dead/requeue").status
-        XCTAssertEqual(value4, 403)
+        let deadListed = try await browser.get("/dead").body.contains("/jobs/\(dead)")
+        XCTAssertTrue(deadListed, "the dead job is listed")
+        let requeueAllStatus = try await browser.get("/dead/requeue").status
+        XCTAssertEqual(requeueAllStatus, 403)
 
         let forged: [(String, [(String, String)])] = [
             ("/queues/pause", [("queue", "billing")]),
@@ -160,8 +160,8 @@ final class WebSecurityTests: WebTestCase {
         XCTAssertEqual(try connection.query("SELECT count(*)::int FROM courier.destinations WHERE disabled_at IS NOT NULL")[0].decode(0, as: Int.self), 0)
         XCTAssertEqual(try auditCount(), 0)
         // Logging out still works.
-        let value5 = try await browser.post("/logout", [("csrf", token)]).status
-        XCTAssertEqual(value5, 303)
+        let logoutStatus = try await browser.post("/logout", [("csrf", token)]).status
+        XCTAssertEqual(logoutStatus, 303)
     }
 
     func testRequeueOneAndAllWriteAuditRows() async throws {
@@ -185,8 +185,8 @@ final class WebSecurityTests: WebTestCase {
         XCTAssertEqual(try row.decode(0, as: String.self), "pending")
         XCTAssertEqual(try row.decode(1, as: Int.self), 0)
         XCTAssertEqual(try row.decode(2, as: Bool.self), true)
-        let value6 = try await browser.get("/jobs/\(one)").body.contains("requeued")
-        XCTAssertTrue(value6)
+        let requeuedNotice = try await browser.get("/jobs/\(one)").body.contains("requeued")
+        XCTAssertTrue(requeuedNotice)
         // Twice is a no-op with no second audit row.
         _ = try await browser.post("/jobs/\(one)/requeue", [("csrf", try XCTUnwrap(browser.csrf))])
 
@@ -225,13 +225,13 @@ final class WebSecurityTests: WebTestCase {
         let page = try await browser.get("/destinations")
         XCTAssertTrue(page.body.contains(#"<tr data-host="slow.example">"#))
         let token = try XCTUnwrap(browser.csrf)
-        let value7 = try await browser.post("/destinations/disable", [("host", "slow.example"), ("csrf", token)]).status
-        XCTAssertEqual(value7, 303)
+        let disableStatus = try await browser.post("/destinations/disable", [("host", "slow.example"), ("csrf", token)]).status
+        XCTAssertEqual(disableStatus, 303)
         XCTAssertEqual(try connection.query("SELECT count(*)::int FROM courier.destinations WHERE disabled_at IS NOT NULL")[0].decode(0, as: Int.self), 1)
-        let value8 = try await browser.get("/destinations").body.contains("<strong>disabled</strong>")
-        XCTAssertTrue(value8)
-        let value9 = try await browser.post("/destinations/enable", [("host", "slow.example"), ("csrf", token)]).status
-        XCTAssertEqual(value9, 303)
+        let shownDisabled = try await browser.get("/destinations").body.contains("<strong>disabled</strong>")
+        XCTAssertTrue(shownDisabled)
+        let enableStatus = try await browser.post("/destinations/enable", [("host", "slow.example"), ("csrf", token)]).status
+        XCTAssertEqual(enableStatus, 303)
         XCTAssertEqual(try connection.query("SELECT count(*)::int FROM courier.destinations WHERE disabled_at IS NOT NULL")[0].decode(0, as: Int.self), 0)
         XCTAssertEqual(try auditCount(), 2)
     }

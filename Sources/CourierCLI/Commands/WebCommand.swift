@@ -45,13 +45,7 @@ struct WebCommand: AsyncParsableCommand {
     @Option(help: "Database connections at most (default 4).")
     var connections: Int?
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (default info).")
-    var logLevel: String?
-
-    @Option(
-        name: .customLong("log-format"),
-        help: "auto (journal under systemd, else text), text, json or journal (<N> priority prefixes).")
-    var logFormat: String?
+    @OptionGroup var logging: LogOptions
 
     func run() async throws {
         let env = ProcessInfo.processInfo.environment
@@ -81,19 +75,7 @@ struct WebCommand: AsyncParsableCommand {
             }
             connectionCount = parsed
         }
-        let level = value(logLevel, "LOG_LEVEL") ?? "info"
-        guard let parsedLevel = Logger.Level(rawValue: level) else {
-            throw CLIError.usage("--log-level: unknown level \(level.debugDescription) (trace, debug, info, notice, warning, error)")
-        }
-        let formatName = value(logFormat, "LOG_FORMAT") ?? "auto"
-        let format: LogFormat
-        if formatName == "auto" {
-            format = LogFormat.detect(journalStream: env["JOURNAL_STREAM"], stderrIdentity: LogFormat.stderrIdentity())
-        } else if let chosen = LogFormat(rawValue: formatName) {
-            format = chosen
-        } else {
-            throw CLIError.usage("--log-format: unknown format \(formatName.debugDescription) (auto, text, json, journal)")
-        }
+        let (parsedLevel, format) = try logging.resolve(prefix: "COURIER_WEB_", environment: env)
 
         var configuration = WebConfiguration(databaseURL: database.resolvedURL, password: password)
         configuration.host = listen.host

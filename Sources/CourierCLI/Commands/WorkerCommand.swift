@@ -80,13 +80,7 @@ struct WorkerCommand: ParsableCommand {
         help: "Serve Prometheus metrics on HOST:PORT/metrics (e.g. 0.0.0.0:9464 for a scraper on another host).")
     var metricsAddress: String?
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (default info).")
-    var logLevel: String?
-
-    @Option(
-        name: .customLong("log-format"),
-        help: "auto (journal under systemd, else text), text, json or journal (<N> priority prefixes).")
-    var logFormat: String?
+    @OptionGroup var logging: LogOptions
 
     @Option(name: .customLong("summary-interval"), help: "How often to log an info summary of outcomes (default 1m).")
     var summaryInterval: String?
@@ -157,10 +151,7 @@ struct WorkerCommand: ParsableCommand {
             }
             http.resolver = OverrideResolver(entries: entries)
         }
-        let level = value(logLevel, "LOG_LEVEL") ?? "info"
-        guard let parsedLevel = Logger.Level(rawValue: level) else {
-            throw CLIError.usage("--log-level: unknown level \(level.debugDescription) (trace, debug, info, notice, warning, error)")
-        }
+        let (parsedLevel, format) = try logging.resolve(prefix: "COURIER_", environment: env)
         let port = try integer(metricsPort, "METRICS_PORT", "metrics-port")
         var metricsAt: (host: String, port: Int)? = port.map { ("127.0.0.1", $0) }
         if let text = value(metricsAddress, "METRICS_ADDRESS") {
@@ -173,15 +164,6 @@ struct WorkerCommand: ParsableCommand {
         }
 
         let summary = max(1, try duration(summaryInterval, "SUMMARY_INTERVAL", "summary-interval") ?? 60)
-        let formatName = value(logFormat, "LOG_FORMAT") ?? "auto"
-        let format: LogFormat
-        if formatName == "auto" {
-            format = LogFormat.detect(journalStream: env["JOURNAL_STREAM"], stderrIdentity: LogFormat.stderrIdentity())
-        } else if let chosen = LogFormat(rawValue: formatName) {
-            format = chosen
-        } else {
-            throw CLIError.usage("--log-format: unknown format \(formatName.debugDescription) (auto, text, json, journal)")
-        }
         LoggingSystem.bootstrap { label in StderrLogHandler(label: label, format: format) }
         var logger = Logger(label: "courier.worker")
         logger.logLevel = parsedLevel

@@ -26,6 +26,20 @@ public enum WebStatements {
         }
     }
 
+    /// The filters of the job lists that an index can serve (NULL: off): `$1` state, `$2`
+    /// queue, `$3` host, `$6`/`$7` created at or after / before, `$8`/`$9` finished at or after /
+    /// before, `$10` only ids below this.
+    static let indexedFilters = """
+        ($1::courier.job_state IS NULL OR state = $1::courier.job_state)
+          AND ($2::text IS NULL OR queue = $2::text)
+          AND ($3::text IS NULL OR host = $3::text)
+          AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
+          AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
+          AND ($8::timestamptz IS NULL OR finished_at >= $8::timestamptz)
+          AND ($9::timestamptz IS NULL OR finished_at < $9::timestamptz)
+          AND ($10::bigint IS NULL OR id < $10::bigint)
+        """
+
     /// `$1 ... $11` of the job lists.
     private static func jobPageArguments(_ page: JobPage) -> [any PostgresEncodable] {
         let f = page.filter
@@ -45,16 +59,9 @@ public enum WebStatements {
         SELECT id, queue, state::text, priority, method, url, attempt, max_attempts, run_at, created_at,
                finished_at, last_status, last_error
         FROM courier.jobs
-        WHERE ($1::courier.job_state IS NULL OR state = $1::courier.job_state)
-          AND ($2::text IS NULL OR queue = $2::text)
-          AND ($3::text IS NULL OR host = $3::text)
+        WHERE \(indexedFilters)
           AND ($4::text IS NULL OR strpos(url, $4::text) > 0)
           AND ($5::text IS NULL OR strpos(coalesce(last_error, ''), $5::text) > 0)
-          AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
-          AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
-          AND ($8::timestamptz IS NULL OR finished_at >= $8::timestamptz)
-          AND ($9::timestamptz IS NULL OR finished_at < $9::timestamptz)
-          AND ($10::bigint IS NULL OR id < $10::bigint)
         ORDER BY id DESC
         LIMIT $11
         """, bind: jobPageArguments)
@@ -71,14 +78,7 @@ public enum WebStatements {
         """
         WITH candidates AS (
             SELECT id, url, last_error FROM courier.jobs
-            WHERE ($1::courier.job_state IS NULL OR state = $1::courier.job_state)
-              AND ($2::text IS NULL OR queue = $2::text)
-              AND ($3::text IS NULL OR host = $3::text)
-              AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
-              AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
-              AND ($8::timestamptz IS NULL OR finished_at >= $8::timestamptz)
-              AND ($9::timestamptz IS NULL OR finished_at < $9::timestamptz)
-              AND ($10::bigint IS NULL OR id < $10::bigint)
+            WHERE \(indexedFilters)
             ORDER BY id DESC
             LIMIT $12
         ),
