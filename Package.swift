@@ -64,6 +64,7 @@ let package = Package(
                 .embedInCode("Migrations/0004_hostile_input.sql"),
                 .embedInCode("Migrations/0005_destinations.sql"),
                 .embedInCode("Migrations/0006_retention.sql"),
+                .embedInCode("Migrations/0007_queue_oauth.sql"),
             ],
             swiftSettings: strict
         ),

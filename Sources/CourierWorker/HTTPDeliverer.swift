@@ -51,6 +51,7 @@ public final class HTTPDeliverer: Deliverer, Sendable {
     private let configuration: HTTPDelivererConfiguration
     private let quickRetries: Interceptor
     private let logger: Logger
+    private let tokens: OAuthTokenCache
 
     /// Creates a deliverer with its own HTTP client; call `shutdown()` when done.
     public convenience init(configuration: HTTPDelivererConfiguration, logger: Logger) {
@@ -78,6 +79,7 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         self.logger = logger
         self.transport = transport
         self.ownedTransport = ownedTransport
+        self.tokens = OAuthTokenCache(transport: transport)
         quickRetries = Interceptor(retriers: [
             RetryPolicy(
                 retryLimit: configuration.quickRetries,
@@ -112,6 +114,13 @@ public final class HTTPDeliverer: Deliverer, Sendable {
             }
         }
         var adapters: [any RequestAdapter] = []
+        var retriers = quickRetries.retriers
+        if let oauth = job.oauth {
+            // Before the quick retries: it handles 401 (fresh token, one retry), they do not.
+            let authenticator = tokens.authenticator(for: oauth)
+            adapters.append(authenticator)
+            retriers.insert(authenticator, at: 0)
+        }
         if let secret = job.signingSecret {
             do {
                 adapters.append(try StandardWebhookSigner(secrets: [secret]))
@@ -121,7 +130,7 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         }
         let client = RetryingClient(
             transport: transport,
-            interceptor: Interceptor(adapters: adapters, retriers: quickRetries.retriers),
+            interceptor: Interceptor(adapters: adapters, retriers: retriers),
             maximumInProcessDelay: .seconds(1), logger: logger)
         let outcome = await client.send(request)
         switch outcome {
@@ -133,6 +142,13 @@ public final class HTTPDeliverer: Deliverer, Sendable {
                 return DeliveryReport(result: Self.classify(response), responseExcerpt: Self.excerpt(response))
             case .transport(let error):
                 return DeliveryReport(result: Self.classify(error, configuration: configuration), responseExcerpt: nil)
+            case .adapter(let error as OAuth2TokenError):
+                // The token endpoint failed, not the receiver: its breaker is left alone.
+                let message = Redaction.message(error.description)
+                let result: DeliveryResult =
+                    error.isPermanent
+                    ? .permanent(status: nil, error: message) : .retryable(status: nil, error: message, retryAfter: nil)
+                return DeliveryReport(result: result, responseExcerpt: nil, signal: DestinationSignal.none)
             case .adapter(let error):
                 return DeliveryReport(result: .permanent(status: nil, error: "\(error)"), responseExcerpt: nil)
             }

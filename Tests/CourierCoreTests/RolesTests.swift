@@ -102,6 +102,7 @@ final class RolesTests: XCTestCase {
             "SELECT body FROM courier.jobs",
             "SELECT id FROM courier.jobs",
             "SELECT signing_secret FROM courier.queues",
+            "SELECT oauth_client_secret FROM courier.queues",
             "SELECT name FROM courier.queues",
             "SELECT error FROM courier.attempts",
             "INSERT INTO courier.jobs (url) VALUES ('https://a.example/')",
@@ -146,7 +147,12 @@ final class RolesTests: XCTestCase {
 
     func testWorkerRunsEveryWorkerStatementAndCannotRewriteRequests() throws {
         let queue = "work"
-        try owner.query("INSERT INTO courier.queues (name, retry_schedule, signing_secret) VALUES ($1, '{1 second}', 'whsec_AAAA')", [queue])
+        try owner.query(
+            """
+            INSERT INTO courier.queues (name, retry_schedule, signing_secret, oauth_token_url, oauth_client_id,
+                                        oauth_client_secret, oauth_scope)
+            VALUES ($1, '{1 second}', 'whsec_AAAA', 'https://id.example/token', 'cid', 'csecret', 'hooks')
+            """, [queue])
         for i in 0..<4 {
             try owner.query(
                 "SELECT courier.enqueue(url => $1, payload => '{}', queue => $2, max_attempts => 2)",
@@ -169,6 +175,10 @@ final class RolesTests: XCTestCase {
         let claimed = try store.claim(queues: [queue], limit: 4, leaseMilliseconds: 30_000)
         XCTAssertEqual(claimed.count, 4)
         XCTAssertEqual(claimed.first?.signingSecret, "whsec_AAAA")
+        XCTAssertEqual(
+            claimed.first?.oauth,
+            QueueOAuth(tokenURL: "https://id.example/token", clientID: "cid", clientSecret: "csecret", scope: "hooks"))
+        XCTAssertFalse("\(claimed[0])".contains("csecret"), "a claimed job prints without its OAuth secret")
         XCTAssertEqual(try store.heartbeat(claimed.map(\.id), leaseMilliseconds: 30_000).count, 4)
         XCTAssertEqual(try store.release([(claimed[3].id, claimed[3].attempt)], delayMilliseconds: 0), 1)
         let now = Date()
@@ -227,6 +237,7 @@ final class RolesTests: XCTestCase {
             AdminStatements.cancelJobs, AdminStatements.retryJobsNow, AdminStatements.requeueDeadByID,
             AdminStatements.countDead, AdminStatements.requeueDeadBatch, AdminStatements.countPurgeable,
             AdminStatements.purgeBatch, AdminStatements.listQueues, AdminStatements.setPaused, AdminStatements.setQueue,
+            AdminStatements.setQueueOAuth,
             AdminStatements.statsActive, AdminStatements.statsLastHour, AdminStatements.statsLatency,
             AdminStatements.statsEstimate, AdminStatements.pausedQueues, AdminStatements.countCancellable,
             AdminStatements.cancelBatch, AdminStatements.queueExists, AdminStatements.knownQueues,

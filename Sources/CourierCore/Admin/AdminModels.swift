@@ -106,6 +106,23 @@ public struct QueueSettings: Sendable, Equatable {
     /// Whether a signing secret is set (the secret itself never leaves the database here).
     public var signed: Bool
     public var maxInFlight: Int?
+    /// The OAuth2 token URL when the queue's requests carry a bearer token (migration 0007).
+    /// The client secret never leaves the database here.
+    public var oauthTokenURL: String? = nil
+    /// The OAuth2 client id, when set.
+    public var oauthClientID: String? = nil
+    /// The OAuth2 scope, when set.
+    public var oauthScope: String? = nil
+    /// The OAuth2 audience, when set.
+    public var oauthAudience: String? = nil
+}
+
+/// A change of a queue's OAuth2 client credentials: set all of them, or remove them.
+public enum QueueOAuthChange: Sendable {
+    /// Sets the credentials (token URL, client id, secret, optional scope and audience).
+    case set(QueueOAuth)
+    /// Removes them: the queue's requests go without a bearer token again.
+    case remove
 }
 
 /// A change of queue settings: nil leaves a field alone, `.some(nil)` restores the default.

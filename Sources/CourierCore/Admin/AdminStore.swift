@@ -262,7 +262,21 @@ public struct AdminStore {
             return QueueSettings(
                 name: try row.decode(0), paused: try row.decode(1), maxAttempts: try row.decode(2),
                 retrySchedule: scheduleText.flatMap { PostgresArray.parse($0) }.map { $0.compactMap { $0.flatMap(Double.init) } },
-                signed: try row.decode(4), maxInFlight: try row.decode(5))
+                signed: try row.decode(4), maxInFlight: try row.decode(5), oauthTokenURL: try row.decode(6),
+                oauthClientID: try row.decode(7), oauthScope: try row.decode(8), oauthAudience: try row.decode(9))
+        }
+    }
+
+    /// Sets or removes queue `queue`'s OAuth2 client credentials, creating its settings row if
+    /// needed (the caller checks that the queue is known).
+    public func updateOAuth(_ queue: String, _ change: QueueOAuthChange) throws {
+        switch change {
+        case .set(let oauth):
+            _ = try connection.query(
+                AdminStatements.setQueueOAuth,
+                [queue, oauth.tokenURL, oauth.clientID, oauth.clientSecret, oauth.scope, oauth.audience])
+        case .remove:
+            _ = try connection.query(AdminStatements.setQueueOAuth, [queue, nil, nil, nil, nil, nil] as [String?])
         }
     }
 

@@ -10,5 +10,6 @@ public enum EmbeddedMigrations {
         Migration(fileName: "0004_hostile_input.sql", bytes: PackageResources._004_hostile_input_sql),
         Migration(fileName: "0005_destinations.sql", bytes: PackageResources._005_destinations_sql),
         Migration(fileName: "0006_retention.sql", bytes: PackageResources._006_retention_sql),
+        Migration(fileName: "0007_queue_oauth.sql", bytes: PackageResources._007_queue_oauth_sql),
     ]
 }

@@ -33,12 +33,14 @@ public struct ClaimedJob: Sendable, Equatable {
     /// What a 410 Gone does: true parks the job (and the destination is disabled), false makes
     /// it dead (`courier.destinations.disable_on_gone`).
     public var parkOnGone: Bool
+    /// The queue's OAuth2 client credentials, when its requests carry a bearer token.
+    public var oauth: QueueOAuth?
 
     /// Creates a claimed job.
     public init(
         id: Int64, queue: String, method: String, url: String, headers: [(String, String)], body: [UInt8]?,
         attempt: Int, maxAttempts: Int, schedule: RetrySchedule, signingSecret: String?, queueMaxInFlight: Int?,
-        postponements: Int = 0, host: String? = nil, parkOnGone: Bool = true
+        postponements: Int = 0, host: String? = nil, parkOnGone: Bool = true, oauth: QueueOAuth? = nil
     ) {
         self.id = id
         self.queue = queue
@@ -53,6 +55,7 @@ public struct ClaimedJob: Sendable, Equatable {
         self.queueMaxInFlight = queueMaxInFlight
         self.postponements = postponements
         self.parkOnGone = parkOnGone
+        self.oauth = oauth
         self.host = host ?? URLComponents(string: url)?.host?.lowercased() ?? ""
     }
 

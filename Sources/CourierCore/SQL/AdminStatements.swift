@@ -284,7 +284,8 @@ public enum AdminStatements {
         SELECT n.name, coalesce(q.paused, false), q.max_attempts,
                (SELECT array_agg(extract(epoch FROM d)::float8 ORDER BY k)
                 FROM unnest(q.retry_schedule) WITH ORDINALITY AS u(d, k)) AS retry_s,
-               q.signing_secret IS NOT NULL, q.max_in_flight
+               q.signing_secret IS NOT NULL, q.max_in_flight,
+               q.oauth_token_url, q.oauth_client_id, q.oauth_scope, q.oauth_audience
         FROM (
             SELECT name FROM courier.queues
             UNION
@@ -341,6 +342,18 @@ public enum AdminStatements {
             signing_secret = CASE WHEN $6 THEN excluded.signing_secret ELSE q.signing_secret END,
             max_in_flight = CASE WHEN $8 THEN excluded.max_in_flight ELSE q.max_in_flight END,
             updated_at = now()
+        """
+
+    /// Sets queue `$1`'s OAuth2 client credentials: token URL `$2`, client id `$3`, secret `$4`,
+    /// scope `$5`, audience `$6`; all NULL removes them. Creates the settings row if needed.
+    public static let setQueueOAuth = """
+        INSERT INTO courier.queues AS q (name, oauth_token_url, oauth_client_id, oauth_client_secret, oauth_scope,
+                                         oauth_audience)
+        VALUES ($1, $2, $3, $4, $5, $6)
+        ON CONFLICT (name) DO UPDATE SET
+            oauth_token_url = excluded.oauth_token_url, oauth_client_id = excluded.oauth_client_id,
+            oauth_client_secret = excluded.oauth_client_secret, oauth_scope = excluded.oauth_scope,
+            oauth_audience = excluded.oauth_audience, updated_at = now()
         """
 
     /// Unfinished and dead jobs per queue and state (exact, over `jobs_state_queue_idx`),

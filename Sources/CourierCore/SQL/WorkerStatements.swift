@@ -165,14 +165,16 @@ public enum WorkerStatements {
     /// What a claim returns for each job (shared by `claimBatch` and `claimOne`, whose UPDATE
     /// joins the job's queue as `q` and its destination as `dst`): the request, the effective
     /// retry schedule in seconds (job's, else queue's, NULL for the default), the queue's signing
-    /// secret and cap, the host, postponements so far and what a 410 does there.
+    /// secret and cap, the host, postponements so far, what a 410 does there and the queue's
+    /// OAuth2 client credentials (token URL, client id, secret, scope, audience).
     static let claimedColumns = """
 
         RETURNING j.id, j.queue, j.method, j.url, j.headers::text, j.body, j.attempt, j.max_attempts,
             (SELECT array_agg(extract(epoch FROM s.delay)::float8 ORDER BY s.n)
              FROM unnest(coalesce(j.retry_schedule, q.retry_schedule)) WITH ORDINALITY AS s(delay, n))
                 AS schedule_seconds,
-            q.signing_secret, q.max_in_flight, j.host, j.postponements, dst.disable_on_gone
+            q.signing_secret, q.max_in_flight, j.host, j.postponements, dst.disable_on_gone,
+            q.oauth_token_url, q.oauth_client_id, q.oauth_client_secret, q.oauth_scope, q.oauth_audience
         """
 
     /// The ids `claimBatch` would take (`$1` queues or NULL, `$2` limit), without locking

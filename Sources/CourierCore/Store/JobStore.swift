@@ -65,8 +65,9 @@ public struct JobStore {
                 // One row with NULL job columns when nothing was claimed; the last column says
                 // whether some host's room was used up.
                 var claimed: [PostgresRow] = []
+                let heldBack = result.columns.count - 1
                 for row in result.rows {
-                    if try row.decode(14, as: Bool.self) { out.heldBack = true }
+                    if try row.decode(heldBack, as: Bool.self) { out.heldBack = true }
                     if try row.decode(0, as: Int64?.self) != nil { claimed.append(row) }
                 }
                 return claimed
@@ -119,7 +120,20 @@ public struct JobStore {
             queueMaxInFlight: try row.decode(10),
             postponements: try row.decode(12),
             host: try row.decode(11),
-            parkOnGone: try row.decode(13, as: Bool?.self) ?? true)
+            parkOnGone: try row.decode(13, as: Bool?.self) ?? true,
+            oauth: try decodeOAuth(row, from: 14))
+    }
+
+    /// The queue's OAuth2 credentials from the five columns starting at `first` (token URL,
+    /// client id, secret, scope, audience); nil when the queue has none.
+    static func decodeOAuth(_ row: PostgresRow, from first: Int) throws -> QueueOAuth? {
+        guard let tokenURL = try row.decode(first, as: String?.self),
+            let clientID = try row.decode(first + 1, as: String?.self),
+            let secret = try row.decode(first + 2, as: String?.self)
+        else { return nil }
+        return QueueOAuth(
+            tokenURL: tokenURL, clientID: clientID, clientSecret: secret, scope: try row.decode(first + 3),
+            audience: try row.decode(first + 4))
     }
 
     /// Records a batch of finished attempts in one round trip; returns the ids whose state
