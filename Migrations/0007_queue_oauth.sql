@@ -29,10 +29,11 @@ ALTER TABLE courier.queues
     ADD CONSTRAINT queues_oauth_valid CHECK (
         (oauth_token_url IS NULL OR (oauth_token_url ~ '^[Hh][Tt][Tt][Pp][Ss]?://[!-~]+$'
                                      AND octet_length(oauth_token_url) <= 2048))
-        AND (oauth_client_id IS NULL OR oauth_client_id ~ '^[ -~]{1,256}$')
-        AND (oauth_client_secret IS NULL OR oauth_client_secret ~ '^[ -~]{1,1024}$')
-        AND (oauth_scope IS NULL OR oauth_scope ~ '^[ -~]{1,1024}$')
-        AND (oauth_audience IS NULL OR oauth_audience ~ '^[ -~]{1,1024}$'));
+        AND (oauth_client_id IS NULL OR (oauth_client_id ~ '^[ -~]+$' AND octet_length(oauth_client_id) <= 256))
+        AND (oauth_client_secret IS NULL
+             OR (oauth_client_secret ~ '^[ -~]+$' AND octet_length(oauth_client_secret) <= 1024))
+        AND (oauth_scope IS NULL OR (oauth_scope ~ '^[ -~]+$' AND octet_length(oauth_scope) <= 1024))
+        AND (oauth_audience IS NULL OR (oauth_audience ~ '^[ -~]+$' AND octet_length(oauth_audience) <= 1024)));
 COMMENT ON CONSTRAINT queues_oauth_complete ON courier.queues IS
     'Token URL, client id and client secret are set together; scope and audience only with them.';
 COMMENT ON CONSTRAINT queues_oauth_valid ON courier.queues IS
