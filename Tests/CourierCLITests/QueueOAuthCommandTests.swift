@@ -43,6 +43,8 @@ final class QueueOAuthCommandTests: CLITestCase {
         XCTAssertEqual(oauth["client_id"] as? String, "courier")
         XCTAssertEqual(oauth["scope"] as? String, "hooks.write")
         XCTAssertEqual(Set(oauth.keys), ["token_url", "client_id", "scope", "audience"])
+        let listed = try XCTUnwrap(try courier("queues", "list", "--json").json() as? [[String: Any]])
+        XCTAssertEqual((listed.first?["oauth"] as? [String: Any])?["client_id"] as? String, "courier")
         for arguments in [["queues", "list"], ["queues", "list", "--json"], ["queues", "show", "partner", "--json"]] {
             assertNoSecret(try CourierRunner.run(arguments, databaseURL: databaseURL))
         }

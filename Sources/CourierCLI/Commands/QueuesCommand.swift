@@ -41,7 +41,7 @@ struct QueuesCommand: ParsableCommand {
                         "name": Redaction.text(queue.name), "paused": queue.paused,
                         "max_attempts": Output.orNull(queue.maxAttempts),
                         "retry_schedule_seconds": Output.orNull(queue.retrySchedule), "signed": queue.signed,
-                        "max_in_flight": Output.orNull(queue.maxInFlight),
+                        "max_in_flight": Output.orNull(queue.maxInFlight), "oauth": OAuthOptions.json(queue),
                     ]
                 })
                 return
@@ -50,13 +50,13 @@ struct QueuesCommand: ParsableCommand {
                 print("No queues yet (a queue exists once it has settings or unfinished jobs).")
                 return
             }
-            var rows = [["NAME", "PAUSED", "MAX ATTEMPTS", "RETRY SCHEDULE", "SIGNED", "MAX IN FLIGHT"]]
+            var rows = [["NAME", "PAUSED", "MAX ATTEMPTS", "RETRY SCHEDULE", "SIGNED", "MAX IN FLIGHT", "OAUTH"]]
             for queue in queues {
                 rows.append([
                     Redaction.text(queue.name), queue.paused ? "yes" : "no",
                     queue.maxAttempts.map(String.init) ?? "default (10)",
                     Output.schedule(queue.retrySchedule), queue.signed ? "yes" : "no",
-                    queue.maxInFlight.map(String.init) ?? "default",
+                    queue.maxInFlight.map(String.init) ?? "default", queue.oauthTokenURL == nil ? "no" : "yes",
                 ])
             }
             print(TextTable.render(rows))
