@@ -10,12 +10,18 @@ public struct DeliveryReport: Sendable {
     /// What the outcome says about the destination, when not what `result` says
     /// (`DestinationSignal.of`): a failed OAuth token request says nothing about the receiver.
     public var signal: DestinationSignal?
+    /// Requests repeated in process before the one `result` describes, oldest first.
+    public var inProcess: [InProcessAttempt]
 
     /// Creates a report.
-    public init(result: DeliveryResult, responseExcerpt: String?, signal: DestinationSignal? = nil) {
+    public init(
+        result: DeliveryResult, responseExcerpt: String?, signal: DestinationSignal? = nil,
+        inProcess: [InProcessAttempt] = []
+    ) {
         self.result = result
         self.responseExcerpt = responseExcerpt
         self.signal = signal
+        self.inProcess = inProcess
     }
 }
 

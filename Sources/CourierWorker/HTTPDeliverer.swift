@@ -132,7 +132,27 @@ public final class HTTPDeliverer: Deliverer, Sendable {
             transport: transport,
             interceptor: Interceptor(adapters: adapters, retriers: retriers),
             maximumInProcessDelay: .seconds(1), logger: logger)
-        let outcome = await client.send(request)
+        let (outcome, sent) = await client.sendTraced(request)
+        var report = self.report(outcome)
+        // Every request before the call's deciding one was repeated within this attempt: each
+        // leaves its own row. (When the deciding try failed in an adapter, nothing of it was sent.)
+        report.inProcess = sent.filter { $0.attempt < outcome.attempts }.map { earlier in
+            switch earlier.result {
+            case .success(let response):
+                return InProcessAttempt(
+                    startedAt: earlier.startedAt, finishedAt: earlier.finishedAt, status: response.status,
+                    error: Self.classify(response).error ?? response.description, responseExcerpt: Self.excerpt(response))
+            case .failure(let error):
+                return InProcessAttempt(
+                    startedAt: earlier.startedAt, finishedAt: earlier.finishedAt, status: nil,
+                    error: Self.classify(error, configuration: configuration).error ?? error.description)
+            }
+        }
+        return report
+    }
+
+    /// The report of a finished call: its last attempt decides.
+    private func report(_ outcome: RetryOutcome) -> DeliveryReport {
         switch outcome {
         case .delivered(let response, _):
             return DeliveryReport(result: .delivered(status: response.status), responseExcerpt: Self.excerpt(response))

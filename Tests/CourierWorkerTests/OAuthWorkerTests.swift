@@ -124,6 +124,12 @@ final class OAuthWorkerTests: WorkerTestCase {
         let job = try probe.job(second)
         XCTAssertEqual(job.attempt, 1, "the retry belongs to the same attempt")
         XCTAssertEqual(job.lastStatus, 200)
+        // Both requests are in the history: the 401 as an in-process repeat of attempt 1.
+        let rows = try probe.connection.query(
+            "SELECT attempt, status, in_process FROM courier.attempts WHERE job_id = $1 ORDER BY id", [second]).rows
+        XCTAssertEqual(try rows.map { try $0.decode(0, as: Int.self) }, [1, 1])
+        XCTAssertEqual(try rows.map { try $0.decode(1, as: Int?.self) }, [401, 200])
+        XCTAssertEqual(try rows.map { try $0.decode(2, as: Bool.self) }, [true, false])
     }
 
     func testWrongSecretEndsDeadWithAClearErrorAndTheSecretAppearsNowhere() async throws {

@@ -42,6 +42,8 @@ public struct AttemptSummary: Sendable, Equatable {
     public var error: String?
     public var worker: String
     public var responseExcerpt: String?
+    /// True for a request repeated in process within the attempt (migration 0007).
+    public var inProcess: Bool = false
 }
 
 /// What happened to one id of a cancel, retry-now or requeue.

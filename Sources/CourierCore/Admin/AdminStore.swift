@@ -140,7 +140,7 @@ public struct AdminStore {
             AttemptSummary(
                 attempt: try row.decode(0), startedAt: try row.decode(1), finishedAt: try row.decode(2),
                 durationMilliseconds: try row.decode(3), status: try row.decode(4), error: try row.decode(5),
-                worker: try row.decode(6), responseExcerpt: try row.decode(7))
+                worker: try row.decode(6), responseExcerpt: try row.decode(7), inProcess: try row.decode(8))
         }
         return JobDetail(
             summary: summary, headers: headers, body: try row.decode(7),

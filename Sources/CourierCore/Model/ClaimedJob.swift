@@ -84,11 +84,16 @@ public struct AttemptRecord: Sendable, Equatable {
     public var host: String
     /// What the outcome says about the destination.
     public var signal: DestinationSignal
+    /// Requests of this attempt that the worker repeated in process before the one that decided
+    /// it (a refused or reset connection, a 401 answered with a fresh token), oldest first: each
+    /// gets its own `courier.attempts` row, marked `in_process`.
+    public var inProcess: [InProcessAttempt]
 
     /// Creates a record; the signal defaults to what `result` says (`DestinationSignal.of`).
     public init(
         jobID: Int64, attempt: Int, transition: JobTransition, result: DeliveryResult, startedAt: Date,
-        finishedAt: Date, responseExcerpt: String?, host: String = "", signal: DestinationSignal? = nil
+        finishedAt: Date, responseExcerpt: String?, host: String = "", signal: DestinationSignal? = nil,
+        inProcess: [InProcessAttempt] = []
     ) {
         self.jobID = jobID
         self.attempt = attempt
@@ -99,5 +104,30 @@ public struct AttemptRecord: Sendable, Equatable {
         self.responseExcerpt = responseExcerpt
         self.host = host
         self.signal = signal ?? DestinationSignal.of(result)
+        self.inProcess = inProcess
+    }
+}
+
+/// A request the worker sent and then repeated within the same attempt: it reached the
+/// receiver (or tried to) but did not decide the job.
+public struct InProcessAttempt: Sendable, Equatable {
+    /// When it was sent.
+    public var startedAt: Date
+    /// When its answer or failure was known.
+    public var finishedAt: Date
+    /// The HTTP status, when a response arrived.
+    public var status: Int?
+    /// Why it did not count.
+    public var error: String
+    /// At most 20,000 bytes of the response body, as text.
+    public var responseExcerpt: String?
+
+    /// Creates a record.
+    public init(startedAt: Date, finishedAt: Date, status: Int?, error: String, responseExcerpt: String? = nil) {
+        self.startedAt = startedAt
+        self.finishedAt = finishedAt
+        self.status = status
+        self.error = error
+        self.responseExcerpt = responseExcerpt
     }
 }

@@ -132,7 +132,8 @@ public enum AdminStatements {
 
     /// A job's attempts in order (served by `attempts_job_idx`).
     public static let jobAttempts = """
-        SELECT attempt, started_at, finished_at, duration_ms, status, error, worker, left(response_excerpt, 300)
+        SELECT attempt, started_at, finished_at, duration_ms, status, error, worker, left(response_excerpt, 300),
+               in_process
         FROM courier.attempts WHERE job_id = $1 ORDER BY id
         """
 

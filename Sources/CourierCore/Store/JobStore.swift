@@ -177,7 +177,26 @@ public struct JobStore {
         var ids: [Int64] = [], attempts: [Int] = [], states: [String] = [], delays: [Double?] = []
         var statuses: [Int?] = [], errors: [String?] = [], started: [Date] = [], finished: [Date] = []
         var excerpts: [String?] = [], spent: [Bool] = [], postponed: [Int] = [], signals: [String] = []
+        var inProcess: [Bool] = []
         for record in records {
+            // Requests repeated within the attempt: history rows only (`$14`), placed before the
+            // outcome that decides the job.
+            for earlier in record.inProcess {
+                ids.append(record.jobID)
+                attempts.append(record.attempt)
+                states.append(record.transition.state.rawValue)
+                delays.append(nil)
+                statuses.append(earlier.status)
+                errors.append(earlier.error)
+                spent.append(true)
+                postponed.append(0)
+                signals.append(DestinationSignal.none.rawValue)
+                started.append(earlier.startedAt)
+                finished.append(earlier.finishedAt)
+                excerpts.append(earlier.responseExcerpt)
+                inProcess.append(true)
+            }
+            inProcess.append(false)
             ids.append(record.jobID)
             attempts.append(record.attempt)
             states.append(record.transition.state.rawValue)
@@ -204,7 +223,7 @@ public struct JobStore {
                 PostgresArray(ids), PostgresArray(attempts), PostgresArray(states), PostgresArray(delays),
                 PostgresArray(statuses), PostgresArray(errors), PostgresArray(started), PostgresArray(finished),
                 PostgresArray(excerpts), workerID, PostgresArray(spent), PostgresArray(postponed),
-                PostgresArray(signals),
+                PostgresArray(signals), PostgresArray(inProcess),
             ])
         return Set(try result.rows.map { try $0.decode(0, as: Int64.self) })
     }
