@@ -49,11 +49,14 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // Job model, state machine, SQL statements, the store and the migrator.
+        // Job model, state machine, SQL statements, the store and the migrator. It uses
+        // RetryClient's pure policy types (`DeliveryPolicy`, `Backoff`), so the durable schedule
+        // and the in-process retries decide from one table and compute one backoff.
         .target(
             name: "CourierCore",
             dependencies: [
                 "Postgres",
+                "RetryClient",
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Migrations/README.md"],
