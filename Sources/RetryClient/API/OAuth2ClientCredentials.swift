@@ -141,15 +141,16 @@ public struct OAuth2TokenError: Error, Sendable, CustomStringConvertible {
         self.underlying = underlying
     }
 
-    /// True when asking again cannot help until someone changes the settings: the endpoint
-    /// refused the request (a 4xx other than 408 and 429: `invalid_client`, `invalid_scope`...),
-    /// its success did not decode, or the request could not be built. An unreachable endpoint,
-    /// a timeout, a 5xx, 408 and 429 are transient.
+    /// True when asking again cannot help until someone changes the settings: the endpoint's
+    /// answer or failure is final by ``DeliveryPolicy`` (a 4xx other than 408 and 429, such as
+    /// `invalid_client` or `invalid_scope`; a TLS failure), its success did not decode, or the
+    /// request could not be built. An unreachable endpoint, a timeout, a 5xx, 408 and 429 are
+    /// transient.
     public var isPermanent: Bool {
         switch underlying {
-        case .status(let code, _, _, _): return (400..<500).contains(code) && code != 408 && code != 429
+        case .status(let code, _, _, _): return !DeliveryPolicy.retries(DeliveryPolicy.verdict(status: code).durable)
         case .decoding, .invalidRequest, .adapter: return true
-        case .transport(let error, _): return error.kind == .invalidRequest || error.kind == .tlsFailure
+        case .transport(let error, _): return !DeliveryPolicy.retries(DeliveryPolicy.verdict(for: .transport(error.kind)).durable)
         }
     }
 

@@ -16,14 +16,13 @@ public struct RetryPolicy: RequestRetrier {
     /// stable `webhook-id` that receivers use to drop duplicates.
     public static let allMethods: Set<String> = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE", "POST", "PATCH"]
 
-    /// The statuses worth retrying: 408, 425, 429, 500, 502, 503, 504.
-    public static let defaultRetryableStatusCodes: Set<Int> = [408, 425, 429, 500, 502, 503, 504]
+    /// The statuses worth retrying: those ``DeliveryPolicy`` retries (408, 425, 429, and 5xx
+    /// but 501 and 505).
+    public static let defaultRetryableStatusCodes: Set<Int> = DeliveryPolicy.retriedStatuses
 
-    /// The transport failures worth retrying: refused, connect timeout, DNS failure, reset,
-    /// read timeout. TLS failures and invalid requests will fail the same way again.
-    public static let defaultRetryableTransportErrorKinds: Set<TransportError.Kind> = [
-        .connectRefused, .connectTimeout, .dnsFailure, .connectionReset, .readTimeout,
-    ]
+    /// The transport failures worth retrying: those ``DeliveryPolicy`` retries (all but TLS
+    /// failures and invalid requests, which fail the same way again).
+    public static let defaultRetryableTransportErrorKinds: Set<TransportError.Kind> = DeliveryPolicy.retriedTransportKinds
 
     /// Retries after the first attempt; `5` means at most 6 attempts in all. Default 5.
     public var retryLimit: Int
