@@ -1,4 +1,3 @@
-import CourierCore
 import Foundation
 import RetryClient
 
@@ -13,23 +12,20 @@ final class OAuthTokenCache: @unchecked Sendable {
     private let transport: any HTTPTransport
     private let lock = NSLock()
     // Guarded by `lock`.
-    private var authenticators: [QueueOAuth: Authenticator] = [:]
+    private var authenticators: [OAuth2ClientCredentials: Authenticator] = [:]
 
     init(transport: any HTTPTransport) {
         self.transport = transport
     }
 
     /// The authenticator for `oauth`, created on first use.
-    func authenticator(for oauth: QueueOAuth) -> Authenticator {
+    func authenticator(for credentials: OAuth2ClientCredentials) -> Authenticator {
         lock.withLock {
-            if let existing = authenticators[oauth] { return existing }
-            let credentials = OAuth2ClientCredentials(
-                tokenURL: oauth.tokenURL, clientID: oauth.clientID, clientSecret: oauth.clientSecret, scope: oauth.scope,
-                audience: oauth.audience)
+            if let existing = authenticators[credentials] { return existing }
             // No retries of its own: a failed fetch fails the attempt, and the queue's schedule
             // (transient) or the dead letters (rejected credentials) take it from there.
             let created = OAuth2TokenClient(credentials: credentials, transport: transport).authenticator()
-            authenticators[oauth] = created
+            authenticators[credentials] = created
             return created
         }
     }

@@ -2,6 +2,7 @@ import CourierCore
 import CourierTesting
 import Foundation
 import Postgres
+import RetryClient
 import XCTest
 
 /// Migration 0004's roles: a login role that is a member of `courier_producer`,
@@ -177,7 +178,7 @@ final class RolesTests: XCTestCase {
         XCTAssertEqual(claimed.first?.signingSecret, "whsec_AAAA")
         XCTAssertEqual(
             claimed.first?.oauth,
-            QueueOAuth(tokenURL: "https://id.example/token", clientID: "cid", clientSecret: "csecret", scope: "hooks"))
+            OAuth2ClientCredentials(tokenURL: "https://id.example/token", clientID: "cid", clientSecret: "csecret", scope: "hooks"))
         XCTAssertFalse("\(claimed[0])".contains("csecret"), "a claimed job prints without its OAuth secret")
         XCTAssertEqual(try store.heartbeat(claimed.map(\.id), leaseMilliseconds: 30_000).count, 4)
         XCTAssertEqual(try store.release([(claimed[3].id, claimed[3].attempt)], delayMilliseconds: 0), 1)

@@ -77,15 +77,6 @@ final class OAuthWorkerTests: WorkerTestCase {
         XCTAssertFalse(result.stdout.contains(secret ?? self.secret), result.stdout)
     }
 
-    private func waitFor(_ timeout: Double, _ condition: () throws -> Bool) throws -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        return try condition()
-    }
-
     func testTwoHundredConcurrentDeliveriesCauseExactlyOneTokenRequest() async throws {
         // The token answer takes a while, so every delivery of both claims asks while the
         // first fetch is still running.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CourierCore
 import Foundation
+import RetryClient
 
 /// `--oauth-*` and `--no-oauth` of `courier queues set`: a queue's OAuth2 client credentials.
 ///
@@ -41,7 +42,7 @@ struct OAuthOptions: ParsableArguments {
         if let scope { try Self.checkText(scope, flag: "--oauth-scope", limit: 1024) }
         if let audience { try Self.checkText(audience, flag: "--oauth-audience", limit: 1024) }
         let secret = try readSecret(environment: environment)
-        return .set(QueueOAuth(tokenURL: tokenURL, clientID: clientID, clientSecret: secret, scope: scope, audience: audience))
+        return .set(OAuth2ClientCredentials(tokenURL: tokenURL, clientID: clientID, clientSecret: secret, scope: scope, audience: audience))
     }
 
     private func readSecret(environment: [String: String]) throws -> String {

@@ -1,4 +1,5 @@
 import Foundation
+import RetryClient
 import Postgres
 
 /// A row of `courier jobs list` / `courier dead list`.
@@ -122,7 +123,7 @@ public struct QueueSettings: Sendable, Equatable {
 /// A change of a queue's OAuth2 client credentials: set all of them, or remove them.
 public enum QueueOAuthChange: Sendable {
     /// Sets the credentials (token URL, client id, secret, optional scope and audience).
-    case set(QueueOAuth)
+    case set(OAuth2ClientCredentials)
     /// Removes them: the queue's requests go without a bearer token again.
     case remove
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RetryClient
 
 /// A job as a worker holds it after claiming: everything needed to send it and to record the
 /// outcome, and nothing else.
@@ -34,13 +35,13 @@ public struct ClaimedJob: Sendable, Equatable {
     /// it dead (`courier.destinations.disable_on_gone`).
     public var parkOnGone: Bool
     /// The queue's OAuth2 client credentials, when its requests carry a bearer token.
-    public var oauth: QueueOAuth?
+    public var oauth: OAuth2ClientCredentials?
 
     /// Creates a claimed job.
     public init(
         id: Int64, queue: String, method: String, url: String, headers: [(String, String)], body: [UInt8]?,
         attempt: Int, maxAttempts: Int, schedule: RetrySchedule, signingSecret: String?, queueMaxInFlight: Int?,
-        postponements: Int = 0, host: String? = nil, parkOnGone: Bool = true, oauth: QueueOAuth? = nil
+        postponements: Int = 0, host: String? = nil, parkOnGone: Bool = true, oauth: OAuth2ClientCredentials? = nil
     ) {
         self.id = id
         self.queue = queue

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Postgres
+import RetryClient
 
 /// Runs the worker's statements on one connection. Not thread-safe: one store per loop,
 /// like its connection.
@@ -126,12 +127,12 @@ public struct JobStore {
 
     /// The queue's OAuth2 credentials from the five columns starting at `first` (token URL,
     /// client id, secret, scope, audience); nil when the queue has none.
-    static func decodeOAuth(_ row: PostgresRow, from first: Int) throws -> QueueOAuth? {
+    static func decodeOAuth(_ row: PostgresRow, from first: Int) throws -> OAuth2ClientCredentials? {
         guard let tokenURL = try row.decode(first, as: String?.self),
             let clientID = try row.decode(first + 1, as: String?.self),
             let secret = try row.decode(first + 2, as: String?.self)
         else { return nil }
-        return QueueOAuth(
+        return OAuth2ClientCredentials(
             tokenURL: tokenURL, clientID: clientID, clientSecret: secret, scope: try row.decode(first + 3),
             audience: try row.decode(first + 4))
     }

@@ -91,8 +91,7 @@ public enum APIError: Error, Sendable, CustomStringConvertible {
     }
 
     private static let secretName = "[A-Za-z0-9_-]*(?:token|secret|password|passwd|key|assertion|code|credential)[A-Za-z0-9_-]*"
-    // `nonisolated(unsafe)`: NSRegularExpression is immutable after creation and safe to share.
-    nonisolated(unsafe) private static let secretPatterns: [(regex: NSRegularExpression, template: String)] = [
+    private static let secretPatterns: [(regex: NSRegularExpression, template: String)] = [
         // JSON: "access_token": "abc"  →  "access_token": "***"
         (try! NSRegularExpression(pattern: "(\"\(secretName)\"\\s*:\\s*)\"(?:[^\"\\\\]|\\\\.)*\"", options: [.caseInsensitive]), "$1\"***\""),
         // Form or query: access_token=abc  →  access_token=***

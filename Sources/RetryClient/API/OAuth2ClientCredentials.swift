@@ -45,7 +45,8 @@ public struct OAuth2ClientCredentials: Sendable, Hashable, CustomStringConvertib
 
     /// `token URL, client id and scope`: the secret is left out.
     public var description: String {
-        "OAuth2ClientCredentials(tokenURL: \(tokenURL), clientID: \(clientID), scope: \(scope ?? "-"), secret: ***)"
+        "OAuth2ClientCredentials(tokenURL: \(OAuth2TokenError.redactedURL(tokenURL)), clientID: \(clientID), "
+            + "scope: \(scope ?? "-"), secret: ***)"
     }
 
     /// The same as ``description``.
@@ -55,7 +56,7 @@ public struct OAuth2ClientCredentials: Sendable, Hashable, CustomStringConvertib
     public var customMirror: Mirror {
         Mirror(
             self,
-            children: ["tokenURL": tokenURL, "clientID": clientID, "scope": scope as Any, "audience": audience as Any,
+            children: ["tokenURL": OAuth2TokenError.redactedURL(tokenURL), "clientID": clientID, "scope": scope as Any, "audience": audience as Any,
                        "clientSecret": "***"])
     }
 
