@@ -186,14 +186,16 @@ public enum WorkerStatements {
     /// What a claim returns for each job (shared by `claimBatch` and `claimOne`, whose UPDATE
     /// joins the job's queue as `q` and its destination as `dst`): the request, the effective
     /// retry schedule in seconds (job's, else queue's, NULL for the default), the queue's signing
-    /// secret and cap, the host, postponements so far and what a 410 does there.
+    /// secret and cap, the host, postponements so far, what a 410 does there and the queue's
+    /// OAuth2 client credentials (token URL, client id, secret, scope, audience).
     static let claimedColumns = """
 
         RETURNING j.id, j.queue, j.method, j.url, j.headers::text, j.body, j.attempt, j.max_attempts,
             (SELECT array_agg(extract(epoch FROM s.delay)::float8 ORDER BY s.n)
              FROM unnest(coalesce(j.retry_schedule, q.retry_schedule)) WITH ORDINALITY AS s(delay, n))
                 AS schedule_seconds,
-            q.signing_secret, q.max_in_flight, j.host, j.postponements, dst.disable_on_gone
+            q.signing_secret, q.max_in_flight, j.host, j.postponements, dst.disable_on_gone,
+            q.oauth_token_url, q.oauth_client_id, q.oauth_client_secret, q.oauth_scope, q.oauth_audience
         """
 
     /// The ids `claimBatch` would take (`$1` queues or NULL, `$2` limit), without locking
@@ -252,14 +254,17 @@ public enum WorkerStatements {
         """
 
     /// Records a batch of outcomes in one round trip: moves each job out of `running`, writes
-    /// one `courier.attempts` row per attempt and tells each destination what its receiver did.
+    /// one `courier.attempts` row per request sent (the attempt's, and one per request repeated
+    /// in process before it) and tells each destination what its receiver did.
     ///
-    /// Parameters are parallel arrays (one element per attempt): `$1` ids, `$2` attempts,
+    /// Parameters are parallel arrays (one element per row): `$1` ids, `$2` attempts,
     /// `$3` target states, `$4` retry delays in ms (NULL unless retrying), `$5` statuses,
     /// `$6` errors, `$7` started_at, `$8` finished_at, `$9` excerpts, `$11` whether the attempt
     /// is spent (false for a postponed or parked job: its attempt count goes back by one, and
     /// a job with no counted attempt left is `pending`), `$12` how many postponements to add,
-    /// `$13` the destination signals (`DestinationSignal`); `$10` the worker id.
+    /// `$13` the destination signals (`DestinationSignal`), `$14` whether the row is a request
+    /// repeated in process within the attempt (history only: it moves no job and signals
+    /// nothing; migration 0008); `$10` the worker id.
     ///
     /// The job update is guarded by `state = 'running' AND attempt AND locked_by`, so an
     /// outcome that arrives after a rescue changes nothing; its attempt row is still kept as
@@ -272,10 +277,10 @@ public enum WorkerStatements {
         WITH outcome AS (
             SELECT * FROM unnest($1::bigint[], $2::int[], $3::courier.job_state[], $4::float8[], $5::int[],
                                  $6::text[], $7::timestamptz[], $8::timestamptz[], $9::text[], $11::boolean[],
-                                 $12::int[], $13::text[])
+                                 $12::int[], $13::text[], $14::boolean[])
                 WITH ORDINALITY
                 AS o(id, attempt, state, delay_ms, status, error, started_at, finished_at, excerpt, spent,
-                     postponed, signal, n)
+                     postponed, signal, in_process, n)
         ),
         updated AS (
             UPDATE courier.jobs j
@@ -289,18 +294,21 @@ public enum WorkerStatements {
                 last_status = o.status, last_error = o.error
             FROM outcome o
             WHERE j.id = o.id AND j.state = 'running' AND j.attempt = o.attempt AND j.locked_by = $10
+              AND NOT o.in_process
             RETURNING j.id, j.host
         ),
         recorded AS (
             INSERT INTO courier.attempts (job_id, attempt, started_at, finished_at, duration_ms, status, error,
-                                          response_excerpt, worker)
+                                          response_excerpt, worker, in_process)
             SELECT o.id, o.attempt, o.started_at, o.finished_at,
-                   extract(epoch FROM o.finished_at - o.started_at) * 1000, o.status, o.error, o.excerpt, $10
+                   extract(epoch FROM o.finished_at - o.started_at) * 1000, o.status, o.error, o.excerpt, $10,
+                   o.in_process
             FROM outcome o
             WHERE o.id IN (SELECT id FROM updated)
                OR (EXISTS (SELECT 1 FROM courier.jobs j WHERE j.id = o.id)
                    AND NOT EXISTS (SELECT 1 FROM courier.attempts a
                                    WHERE a.job_id = o.id AND a.attempt = o.attempt AND a.started_at = o.started_at))
+            ORDER BY o.n
         ),
         signaled AS (
             SELECT courier.record_destination_outcomes(
@@ -308,7 +316,7 @@ public enum WorkerStatements {
                        array_agg(CASE WHEN o.signal = 'gone'
                                       THEN 'the receiver answered 410 Gone to job ' || o.id END ORDER BY o.n)) AS done
             FROM updated u
-            JOIN outcome o ON o.id = u.id
+            JOIN outcome o ON o.id = u.id AND NOT o.in_process
             WHERE o.signal <> 'none'
         )
         SELECT u.id FROM updated u, (SELECT count(*) FROM signaled) s

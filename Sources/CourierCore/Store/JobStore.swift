@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Postgres
+import RetryClient
 
 /// Runs the worker's statements on one connection. Not thread-safe: one store per loop,
 /// like its connection.
@@ -65,8 +66,9 @@ public struct JobStore {
                 // One row with NULL job columns when nothing was claimed; the last column says
                 // whether some host's room was used up.
                 var claimed: [PostgresRow] = []
+                let heldBack = result.columns.count - 1
                 for row in result.rows {
-                    if try row.decode(14, as: Bool.self) { out.heldBack = true }
+                    if try row.decode(heldBack, as: Bool.self) { out.heldBack = true }
                     if try row.decode(0, as: Int64?.self) != nil { claimed.append(row) }
                 }
                 return claimed
@@ -119,7 +121,20 @@ public struct JobStore {
             queueMaxInFlight: try row.decode(10),
             postponements: try row.decode(12),
             host: try row.decode(11),
-            parkOnGone: try row.decode(13, as: Bool?.self) ?? true)
+            parkOnGone: try row.decode(13, as: Bool?.self) ?? true,
+            oauth: try decodeOAuth(row, from: 14))
+    }
+
+    /// The queue's OAuth2 credentials from the five columns starting at `first` (token URL,
+    /// client id, secret, scope, audience); nil when the queue has none.
+    static func decodeOAuth(_ row: PostgresRow, from first: Int) throws -> OAuth2ClientCredentials? {
+        guard let tokenURL = try row.decode(first, as: String?.self),
+            let clientID = try row.decode(first + 1, as: String?.self),
+            let secret = try row.decode(first + 2, as: String?.self)
+        else { return nil }
+        return OAuth2ClientCredentials(
+            tokenURL: tokenURL, clientID: clientID, clientSecret: secret, scope: try row.decode(first + 3),
+            audience: try row.decode(first + 4))
     }
 
     /// Records a batch of finished attempts in one round trip; returns the ids whose state
@@ -163,7 +178,26 @@ public struct JobStore {
         var ids: [Int64] = [], attempts: [Int] = [], states: [String] = [], delays: [Double?] = []
         var statuses: [Int?] = [], errors: [String?] = [], started: [Date] = [], finished: [Date] = []
         var excerpts: [String?] = [], spent: [Bool] = [], postponed: [Int] = [], signals: [String] = []
+        var inProcess: [Bool] = []
         for record in records {
+            // Requests repeated within the attempt: history rows only (`$14`), placed before the
+            // outcome that decides the job.
+            for earlier in record.inProcess {
+                ids.append(record.jobID)
+                attempts.append(record.attempt)
+                states.append(record.transition.state.rawValue)
+                delays.append(nil)
+                statuses.append(earlier.status)
+                errors.append(earlier.error)
+                spent.append(true)
+                postponed.append(0)
+                signals.append(DestinationSignal.none.rawValue)
+                started.append(earlier.startedAt)
+                finished.append(earlier.finishedAt)
+                excerpts.append(earlier.responseExcerpt)
+                inProcess.append(true)
+            }
+            inProcess.append(false)
             ids.append(record.jobID)
             attempts.append(record.attempt)
             states.append(record.transition.state.rawValue)
@@ -190,7 +224,7 @@ public struct JobStore {
                 PostgresArray(ids), PostgresArray(attempts), PostgresArray(states), PostgresArray(delays),
                 PostgresArray(statuses), PostgresArray(errors), PostgresArray(started), PostgresArray(finished),
                 PostgresArray(excerpts), workerID, PostgresArray(spent), PostgresArray(postponed),
-                PostgresArray(signals),
+                PostgresArray(signals), PostgresArray(inProcess),
             ])
         return Set(try result.rows.map { try $0.decode(0, as: Int64.self) })
     }
