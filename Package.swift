@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .executable(name: "courier", targets: ["courier"]),
         .library(name: "RetryClient", targets: ["RetryClient"]),
+        .library(name: "RetryClientTesting", targets: ["RetryClientTesting"]),
         .library(name: "CourierCore", targets: ["CourierCore"]),
     ],
     dependencies: [
@@ -49,6 +50,12 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Test doubles for users of RetryClient (a stub transport), kept out of the library.
+        .target(
+            name: "RetryClientTesting",
+            dependencies: ["RetryClient"],
+            swiftSettings: strict
+        ),
         // Job model, state machine, SQL statements, the store and the migrator. It uses
         // RetryClient's pure policy types (`DeliveryPolicy`, `Backoff`), so the durable schedule
         // and the in-process retries decide from one table and compute one backoff.
@@ -67,7 +74,8 @@ let package = Package(
                 .embedInCode("Migrations/0004_hostile_input.sql"),
                 .embedInCode("Migrations/0005_destinations.sql"),
                 .embedInCode("Migrations/0006_retention.sql"),
-                .embedInCode("Migrations/0007_queue_oauth.sql"),
+                .embedInCode("Migrations/0007_claim_index.sql"),
+                .embedInCode("Migrations/0008_queue_oauth.sql"),
             ],
             swiftSettings: strict
         ),
@@ -83,6 +91,19 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The worker's Prometheus endpoint: a registry whose series carry help text, served on
+        // `GET /metrics` by an HTTP server of its own.
+        .target(
+            name: "CourierMetrics",
+            dependencies: [
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         // A small loopback HTTP server: the sink of `courier demo` and `courier bench`, and
         // the server of the integration tests.
         .target(
@@ -94,19 +115,47 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // What the commands and the benchmark share: errors with exit codes, output formats,
+        // text tables, child processes, signal cleanup and throwaway PostgreSQL clusters.
+        .target(
+            name: "CourierCLISupport",
+            dependencies: [
+                "CourierCore",
+                "Postgres",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        // `courier bench`: the scenarios, the worker processes they start and the figures
+        // they print. Not part of the product's behaviour; the CLI only registers the command.
+        .target(
+            name: "CourierBench",
+            dependencies: [
+                "CourierCLISupport",
+                "CourierCore",
+                "CourierSink",
+                "CourierWorker",
+                "Postgres",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         // Commands, flags, environment, output formats and exit codes.
         .target(
             name: "CourierCLI",
             dependencies: [
+                "CourierBench",
+                "CourierCLISupport",
                 "CourierCore",
                 "CourierWorker",
+                "CourierMetrics",
                 "CourierSink",
                 "Postgres",
                 "RetryClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict
         ),
@@ -137,7 +186,7 @@ let package = Package(
         .testTarget(
             name: "RetryClientTests",
             dependencies: [
-                "RetryClient", "CourierTesting",
+                "RetryClient", "RetryClientTesting", "CourierTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -161,7 +210,11 @@ let package = Package(
         ),
         .testTarget(
             name: "CourierCLITests",
-            dependencies: ["CourierCLI", "CourierCore", "Postgres", "CourierTesting"],
+            dependencies: [
+                "CourierCLI", "CourierCLISupport", "CourierBench", "CourierCore", "CourierMetrics", "Postgres",
+                "CourierTesting",
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
     ]

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CourierBench
 import CourierCore
 
 /// The root `courier` command.

@@ -4,6 +4,7 @@ import Postgres
 import XCTest
 
 @testable import CourierCLI
+@testable import CourierCLISupport
 
 /// Commands that change many jobs by filter (`purge`, `dead requeue --all`, `jobs cancel
 /// --all`) say what they would change, ask on a terminal, refuse in scripts without `--yes`,

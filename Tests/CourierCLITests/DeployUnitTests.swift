@@ -3,6 +3,7 @@ import Foundation
 import XCTest
 
 @testable import CourierCLI
+@testable import CourierCLISupport
 
 /// The files of `deploy/`: systemd accepts every unit, each points at its documentation, and
 /// the example settings work for a `DynamicUser=` service with `ProtectHome=`.

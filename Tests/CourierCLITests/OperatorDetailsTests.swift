@@ -4,6 +4,7 @@ import Postgres
 import XCTest
 
 @testable import CourierCLI
+@testable import CourierCLISupport
 
 /// The smaller things an operator meets: cut listings, hints when nothing happened, requeue
 /// filters, binary excerpts, `stats --watch` into a pipe.

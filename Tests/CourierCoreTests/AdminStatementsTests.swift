@@ -17,23 +17,23 @@ final class AdminStatementsTests: XCTestCase {
 
     func testEveryAdminStatementPrepares() throws {
         let statements = [
-            AdminStatements.enqueueOne, AdminStatements.listJobs, AdminStatements.showJob, AdminStatements.jobAttempts,
-            AdminStatements.cancelJobs, AdminStatements.retryJobsNow, AdminStatements.requeueDeadByID,
-            AdminStatements.countDead, AdminStatements.requeueDeadBatch, AdminStatements.countPurgeable,
-            AdminStatements.purgeBatch, AdminStatements.listQueues, AdminStatements.setPaused, AdminStatements.setQueue,
-            AdminStatements.statsActive, AdminStatements.statsLastHour, AdminStatements.statsLatency,
-            AdminStatements.statsEstimate, AdminStatements.pausedQueues, AdminStatements.countCancellable,
-            AdminStatements.cancelBatch, AdminStatements.queueExists, AdminStatements.knownQueues,
+            AdminStatements.enqueueOne.sql, AdminStatements.listJobs.sql, AdminStatements.showJob.sql, AdminStatements.jobAttempts.sql,
+            AdminStatements.cancelJobs.sql, AdminStatements.retryJobsNow.sql, AdminStatements.requeueDeadByID.sql,
+            AdminStatements.countDead.sql, AdminStatements.requeueDeadBatch.sql, AdminStatements.countPurgeable.sql,
+            AdminStatements.purgeBatch.sql, AdminStatements.listQueues.sql, AdminStatements.setPaused.sql, AdminStatements.setQueue.sql,
+            AdminStatements.statsActive.sql, AdminStatements.statsLastHour.sql, AdminStatements.statsLatency.sql,
+            AdminStatements.statsEstimate.sql, AdminStatements.pausedQueues.sql, AdminStatements.countCancellable.sql,
+            AdminStatements.cancelBatch.sql, AdminStatements.queueExists.sql, AdminStatements.knownQueues.sql,
         ]
         for (index, sql) in statements.enumerated() {
             XCTAssertNoThrow(try connection.prepare(name: "admin_\(index)", sql: sql), sql)
         }
         // The import statements need the session's staging table.
         try connection.transaction { connection in
-            try connection.simpleQuery(AdminStatements.createImportTable)
-            for (index, sql) in [AdminStatements.importHasProblems, AdminStatements.importProblems,
-                                 AdminStatements.dropImportLines, AdminStatements.insertImportUnkeyed,
-                                 AdminStatements.insertImportKeyed].enumerated() {
+            try connection.simpleQuery(AdminStatements.createImportTable.sql)
+            for (index, sql) in [AdminStatements.importHasProblems.sql, AdminStatements.importProblems.sql,
+                                 AdminStatements.dropImportLines.sql, AdminStatements.insertImportUnkeyed.sql,
+                                 AdminStatements.insertImportKeyed.sql].enumerated() {
                 XCTAssertNoThrow(try connection.prepare(name: "import_\(index)", sql: sql), sql)
             }
         }

@@ -4,7 +4,7 @@ import Foundation
 import Postgres
 import XCTest
 
-/// Migration 0007 applied to a database of the schema before it: queues and attempt rows are
+/// Migration 0008 applied to a database of the schema before it: queues and attempt rows are
 /// kept as they were, old attempt rows are not in-process ones, and the new checks hold.
 final class QueueOAuthMigrationTests: XCTestCase {
     func testMigrationKeepsRowsAndGuardsTheNewColumns() throws {
@@ -12,7 +12,7 @@ final class QueueOAuthMigrationTests: XCTestCase {
         defer { TestDatabase.drop(url) }
         let connection = try PostgresConnection(url)
         defer { connection.close() }
-        try Migrator(migrations: EmbeddedMigrations.all.filter { $0.fileName < "0007" }).migrate(connection)
+        try Migrator(migrations: EmbeddedMigrations.all.filter { $0.fileName < "0008" }).migrate(connection)
         try connection.simpleQuery(
             """
             INSERT INTO courier.queues (name, signing_secret, max_attempts) VALUES ('billing', 'whsec_AAAA', 4);
@@ -21,7 +21,7 @@ final class QueueOAuthMigrationTests: XCTestCase {
             SELECT id, 1, now(), now(), 3, 200, 'w' FROM courier.jobs;
             """)
         let report = try Migrator().migrate(connection)
-        XCTAssertEqual(report.applied, ["0007_queue_oauth.sql"])
+        XCTAssertEqual(report.applied, ["0008_queue_oauth.sql"])
         XCTAssertEqual(
             try connection.query(
                 "SELECT count(*) FROM courier.attempts WHERE NOT in_process"

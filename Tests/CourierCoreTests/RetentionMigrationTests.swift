@@ -42,8 +42,8 @@ final class RetentionMigrationTests: XCTestCase {
         let queuesBefore: String = try connection.query(
             "SELECT string_agg(name || paused::text || max_attempts::text || retry_schedule::text, ',') FROM courier.queues")[0].decode(0)
 
-        // Up to 0006 only: later migrations change rows of their own (0007 adds attempt columns).
-        let report = try Migrator(migrations: EmbeddedMigrations.all.filter { $0.fileName < "0007" }).migrate(connection)
+        let through0006 = EmbeddedMigrations.all.filter { $0.fileName < "0007" }
+        let report = try Migrator(migrations: through0006).migrate(connection)
         XCTAssertEqual(report.applied, ["0006_retention.sql"])
 
         let jobsAfter = try connection.query(fingerprint)[0]

@@ -234,14 +234,14 @@ final class RolesTests: XCTestCase {
     func testOperatorRunsEveryAdminStatement() throws {
         let operatorConnection = try connect(as: "courier_operator")
         for (index, sql) in [
-            AdminStatements.enqueueOne, AdminStatements.listJobs, AdminStatements.showJob, AdminStatements.jobAttempts,
-            AdminStatements.cancelJobs, AdminStatements.retryJobsNow, AdminStatements.requeueDeadByID,
-            AdminStatements.countDead, AdminStatements.requeueDeadBatch, AdminStatements.countPurgeable,
-            AdminStatements.purgeBatch, AdminStatements.listQueues, AdminStatements.setPaused, AdminStatements.setQueue,
-            AdminStatements.setQueueOAuth,
-            AdminStatements.statsActive, AdminStatements.statsLastHour, AdminStatements.statsLatency,
-            AdminStatements.statsEstimate, AdminStatements.pausedQueues, AdminStatements.countCancellable,
-            AdminStatements.cancelBatch, AdminStatements.queueExists, AdminStatements.knownQueues,
+            AdminStatements.enqueueOne.sql, AdminStatements.listJobs.sql, AdminStatements.showJob.sql, AdminStatements.jobAttempts.sql,
+            AdminStatements.cancelJobs.sql, AdminStatements.retryJobsNow.sql, AdminStatements.requeueDeadByID.sql,
+            AdminStatements.countDead.sql, AdminStatements.requeueDeadBatch.sql, AdminStatements.countPurgeable.sql,
+            AdminStatements.purgeBatch.sql, AdminStatements.listQueues.sql, AdminStatements.setPaused.sql, AdminStatements.setQueue.sql,
+            AdminStatements.setQueueOAuth.sql,
+            AdminStatements.statsActive.sql, AdminStatements.statsLastHour.sql, AdminStatements.statsLatency.sql,
+            AdminStatements.statsEstimate.sql, AdminStatements.pausedQueues.sql, AdminStatements.countCancellable.sql,
+            AdminStatements.cancelBatch.sql, AdminStatements.queueExists.sql, AdminStatements.knownQueues.sql,
         ].enumerated() {
             XCTAssertNoThrow(try operatorConnection.prepare(name: "admin_\(index)", sql: sql), sql)
         }

@@ -1,6 +1,7 @@
 import CourierSink
 import Foundation
 import RetryClient
+import RetryClientTesting
 import XCTest
 
 /// The typed API client: endpoints become requests, 2xx bodies decode, failures are typed.

@@ -1,5 +1,6 @@
 import Foundation
 import RetryClient
+import RetryClientTesting
 import XCTest
 
 /// OAuth2 client credentials through the typed client, and the fetching ``Authenticator``.

@@ -1,5 +1,6 @@
 import Foundation
 import RetryClient
+import RetryClientTesting
 import XCTest
 
 final class RetryingClientTests: XCTestCase {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CourierCore
 import Foundation
+import CourierCLISupport
 
 /// `courier dead`: the dead letters.
 struct DeadCommand: ParsableCommand {

@@ -5,6 +5,7 @@ import CourierWorker
 import Foundation
 import Logging
 import Postgres
+import CourierCLISupport
 
 /// `courier demo`: the whole story on a throwaway cluster, with no configuration.
 struct DemoCommand: ParsableCommand {
@@ -61,10 +62,10 @@ struct DemoCommand: ParsableCommand {
             ("/flaky", "payment.retried"), ("/flaky", "refund.issued"), ("/reject", "unknown.event"),
         ]
         for delivery in deliveries {
-            try connection.query(
+            try connection.run(
                 DemoStatements.enqueue,
-                [sink.baseURL + delivery.path, PostgresJSON(#"{"type":"\#(delivery.event)"}"#), queue, 5,
-                 PostgresArray([0.5, 1.0])])
+                .init(url: sink.baseURL + delivery.path, payload: #"{"type":"\#(delivery.event)"}"#, queue: queue,
+                      maxAttempts: 5, retrySchedule: [0.5, 1.0]))
         }
         print("Enqueued \(deliveries.count) deliveries; running a worker until they settle...\n")
 
@@ -82,13 +83,13 @@ struct DemoCommand: ParsableCommand {
         let deadline = Date().addingTimeInterval(limit)
         var unsettled = deliveries.count
         while Date() < deadline {
-            unsettled = try connection.query(DemoStatements.unsettledCount, [queue])[0].decode(0)
+            unsettled = try connection.run(DemoStatements.unsettledCount, queue)[0].decode(0)
             if unsettled == 0 { break }
             Thread.sleep(forTimeInterval: 0.1)
         }
         pool.shutdown()
 
-        let rows = try connection.query(DemoStatements.summary, [queue]).rows
+        let rows = try connection.run(DemoStatements.summary, queue).rows
         var table = [["JOB", "URL", "STATE", "ATTEMPTS", "LAST STATUS", "LAST ERROR"]]
         var counts: [String: Int] = [:]
         for row in rows {

@@ -2,6 +2,7 @@ import ArgumentParser
 import CourierCore
 import Foundation
 import Postgres
+import CourierCLISupport
 
 #if canImport(Glibc)
     import Glibc

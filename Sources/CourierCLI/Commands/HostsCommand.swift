@@ -1,6 +1,7 @@
 import ArgumentParser
 import CourierCore
 import Foundation
+import CourierCLISupport
 
 /// `courier hosts`: destinations, their live state and their settings (`courier.destinations`).
 struct HostsCommand: ParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CourierCore
 import Foundation
+import CourierCLISupport
 
 /// `courier jobs`: look at and act on jobs.
 struct JobsCommand: ParsableCommand {

@@ -2,6 +2,7 @@ import ArgumentParser
 import CourierCore
 import Foundation
 import Logging
+import CourierCLISupport
 
 /// `courier migrate`: applies the embedded migrations.
 struct MigrateCommand: ParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CourierCore
 import Foundation
+import CourierCLISupport
 
 /// `courier purge`: delete old finished jobs.
 struct PurgeCommand: ParsableCommand {

@@ -2,6 +2,7 @@ import ArgumentParser
 import CourierCore
 import Foundation
 import RetryClient
+import CourierCLISupport
 
 /// `--oauth-*` and `--no-oauth` of `courier queues set`: a queue's OAuth2 client credentials.
 ///

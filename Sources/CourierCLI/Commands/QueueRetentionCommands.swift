@@ -1,6 +1,7 @@
 import ArgumentParser
 import CourierCore
 import Foundation
+import CourierCLISupport
 
 /// `--keep-succeeded`, `--keep-cancelled`, `--keep-dead` of `courier queues set`.
 struct KeepOptions: ParsableArguments {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CourierCore
 import Foundation
+import CourierCLISupport
 
 /// `courier queues`: per-queue settings kept in `courier.queues`.
 struct QueuesCommand: ParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CourierCore
 import Foundation
+import CourierCLISupport
 
 /// `courier stats`: queue health at a glance.
 struct StatsCommand: ParsableCommand {

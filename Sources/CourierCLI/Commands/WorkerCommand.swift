@@ -1,9 +1,11 @@
 import ArgumentParser
 import CourierCore
+import CourierMetrics
 import CourierWorker
 import Foundation
 import Logging
 import Postgres
+import CourierCLISupport
 
 /// `courier worker`: runs the worker pool until SIGTERM/SIGINT.
 struct WorkerCommand: ParsableCommand {
@@ -183,7 +185,7 @@ struct WorkerCommand: ParsableCommand {
         LoggingSystem.bootstrap { label in StderrLogHandler(label: label, format: format) }
         var logger = Logger(label: "courier.worker")
         logger.logLevel = parsedLevel
-        let metricsServer = try metricsAt.map { try MetricsServer.start(host: $0.host, port: $0.port) }
+        let metricsServer = try metricsAt.map { try MetricsServer.start(host: $0.host, port: $0.port, help: WorkerMetrics.help) }
         defer { metricsServer?.stop() }
 
         let deliverer = HTTPDeliverer(configuration: http, logger: logger)

@@ -2,6 +2,7 @@ import ArgumentParser
 import CourierCore
 import Foundation
 import Postgres
+import CourierCLISupport
 
 #if canImport(Glibc)
     import Glibc
@@ -152,23 +153,4 @@ final class ErrorRedaction: @unchecked Sendable {
         }
         return Redaction.message(text)
     }
-}
-
-
-/// Carries a non-Sendable value to the one thread that will use it.
-final class UncheckedBox<T>: @unchecked Sendable {
-    var value: T
-    init(_ value: T) { self.value = value }
-}
-
-/// Waits on the current (non-async) thread for an async operation.
-func blockingAwait<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
-    let semaphore = DispatchSemaphore(value: 0)
-    let result = UncheckedBox<Result<T, any Error>?>(nil)
-    Task {
-        do { result.value = .success(try await operation()) } catch { result.value = .failure(error) }
-        semaphore.signal()
-    }
-    semaphore.wait()
-    return try result.value!.get()
 }

@@ -1,4 +1,5 @@
 import CourierCore
+import CourierCLISupport
 import Foundation
 
 #if canImport(Glibc)

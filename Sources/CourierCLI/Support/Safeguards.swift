@@ -1,6 +1,7 @@
 import ArgumentParser
 import CourierCore
 import Foundation
+import CourierCLISupport
 
 /// `--yes` and `--dry-run` of the commands that change many jobs at once by filter (`purge`,
 /// `dead requeue --all`, `jobs cancel --all`).

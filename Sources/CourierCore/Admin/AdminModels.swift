@@ -43,7 +43,7 @@ public struct AttemptSummary: Sendable, Equatable {
     public var error: String?
     public var worker: String
     public var responseExcerpt: String?
-    /// True for a request repeated in process within the attempt (migration 0007).
+    /// True for a request repeated in process within the attempt (migration 0008).
     public var inProcess: Bool = false
 }
 
@@ -109,7 +109,7 @@ public struct QueueSettings: Sendable, Equatable {
     /// Whether a signing secret is set (the secret itself never leaves the database here).
     public var signed: Bool
     public var maxInFlight: Int?
-    /// The OAuth2 token URL when the queue's requests carry a bearer token (migration 0007).
+    /// The OAuth2 token URL when the queue's requests carry a bearer token (migration 0008).
     /// The client secret never leaves the database here.
     public var oauthTokenURL: String? = nil
     /// The OAuth2 client id, when set.

@@ -17,11 +17,7 @@ public struct AdminStore {
     /// when the idempotency key is already in the queue). Invalid input throws the function's
     /// error (SQLSTATE 22023) and writes nothing.
     public func enqueue(_ job: NewJob) throws -> Int64 {
-        let result = try connection.query(
-            AdminStatements.enqueueOne,
-            [job.url, job.body, job.method, PostgresJSON(job.headersJSON), job.queue, job.runAt,
-             job.maxAttempts, job.idempotencyKey, job.priority, job.delaySeconds,
-             job.retrySchedule.map { PostgresArray($0) }])
+        let result = try connection.run(AdminStatements.enqueueOne, job)
         return try result[0].decode(0)
     }
 
@@ -49,7 +45,7 @@ public struct AdminStore {
         escapingProgress progress: @escaping (Int) -> Void
     ) throws -> ImportReport {
         try connection.transaction { connection in
-            try connection.simpleQuery(AdminStatements.createImportTable)
+            try connection.simpleQuery(AdminStatements.createImportTable.sql)
             var staged = 0
             var headerCache = HeaderJSONCache()
             let chunks = pieces.lazy.map { piece -> [UInt8] in
@@ -62,21 +58,21 @@ public struct AdminStore {
                 progress(staged)
                 return buffer
             }
-            _ = try connection.copyIn(AdminStatements.copyImport, chunks: chunks)
+            _ = try connection.copyIn(AdminStatements.copyImport.sql, chunks: chunks)
             let early = rejectedWhileReading()
-            let anyInvalid: Bool = try connection.query(AdminStatements.importHasProblems)[0].decode(0)
-            let late = !anyInvalid ? [] : try connection.query(AdminStatements.importProblems).rows.map {
+            let anyInvalid: Bool = try connection.run(AdminStatements.importHasProblems)[0].decode(0)
+            let late = !anyInvalid ? [] : try connection.run(AdminStatements.importProblems).rows.map {
                 ImportProblem(line: try $0.decode(0), reason: try $0.decode(1))
             }
             let problems = (early + late).sorted { $0.line < $1.line }
             if !problems.isEmpty {
                 guard skipInvalid else { throw ImportRejected(problems: problems) }
                 if !late.isEmpty {
-                    _ = try connection.query(AdminStatements.dropImportLines, [PostgresArray(late.map { Int64($0.line) })])
+                    _ = try connection.run(AdminStatements.dropImportLines, late.map { Int64($0.line) })
                 }
             }
-            let inserted = try connection.query(AdminStatements.insertImportUnkeyed).affectedRows
-                + connection.query(AdminStatements.insertImportKeyed).affectedRows
+            let inserted = try connection.run(AdminStatements.insertImportUnkeyed).affectedRows
+                + connection.run(AdminStatements.insertImportKeyed).affectedRows
             let accepted = staged - late.count
             return ImportReport(staged: staged, inserted: inserted, duplicates: accepted - inserted, rejected: problems)
         }
@@ -103,10 +99,7 @@ public struct AdminStore {
 
     /// Jobs matching `filter`, newest first.
     public func listJobs(_ filter: JobFilter) throws -> [JobSummary] {
-        let result = try connection.query(
-            AdminStatements.listJobs,
-            [filter.state?.rawValue, filter.queue, filter.urlContains, filter.createdSince, filter.finishedSince,
-             filter.errorContains, filter.limit, filter.finishedBefore])
+        let result = try connection.run(AdminStatements.listJobs, filter)
         return try result.rows.map(Self.summary)
     }
 
@@ -122,7 +115,7 @@ public struct AdminStore {
 
     /// One job with its attempts, secret header values redacted; nil when there is no such job.
     public func job(_ id: Int64) throws -> JobDetail? {
-        let result = try connection.query(AdminStatements.showJob, [id])
+        let result = try connection.run(AdminStatements.showJob, id)
         guard result.rowCount == 1 else { return nil }
         let row = result[0]
         let stateText: String = try row.decode(2)
@@ -136,7 +129,7 @@ public struct AdminStore {
             ($0.0, Redaction.headerValue(name: $0.0, value: $0.1))
         }
         let scheduleText: String? = try row.decode(10)
-        let attempts = try connection.query(AdminStatements.jobAttempts, [id]).rows.map { row in
+        let attempts = try connection.run(AdminStatements.jobAttempts, id).rows.map { row in
             AttemptSummary(
                 attempt: try row.decode(0), startedAt: try row.decode(1), finishedAt: try row.decode(2),
                 durationMilliseconds: try row.decode(3), status: try row.decode(4), error: try row.decode(5),
@@ -166,8 +159,8 @@ public struct AdminStore {
         try changes(AdminStatements.requeueDeadByID, ids)
     }
 
-    private func changes(_ sql: String, _ ids: [Int64]) throws -> [JobChange] {
-        try connection.query(sql, [PostgresArray(ids)]).rows.map { row in
+    private func changes(_ statement: Statement<[Int64]>, _ ids: [Int64]) throws -> [JobChange] {
+        try connection.run(statement, ids).rows.map { row in
             let state: String? = try row.decode(2)
             return JobChange(id: try row.decode(0), changed: try row.decode(1), previousState: state.flatMap(JobState.init))
         }
@@ -175,7 +168,8 @@ public struct AdminStore {
 
     /// Dead jobs matching a bulk requeue's filter: how many, and the highest id.
     public func countDead(_ filter: DeadJobFilter) throws -> (count: Int, maxID: Int64) {
-        try countAndMaxID(AdminStatements.countDead, Self.parameters(filter, maxID: Int64.max))
+        let row = try connection.run(AdminStatements.countDead, .init(filter: filter, maxID: Int64.max))[0]
+        return (try row.decode(0), try row.decode(1))
     }
 
     /// Requeues matching dead jobs with ids up to `maxID`, `batchSize` per transaction.
@@ -184,22 +178,12 @@ public struct AdminStore {
     public func requeueDead(
         _ filter: DeadJobFilter, maxID: Int64, batchSize: Int, progress: (Int) -> Void = { _ in }
     ) throws -> Int {
-        try inBatches(AdminStatements.requeueDeadBatch, Self.parameters(filter, maxID: maxID), batchSize, progress)
-    }
-
-    private static func parameters(_ filter: DeadJobFilter, maxID: Int64) -> [any PostgresEncodable] {
-        [filter.queue, filter.failedAfter, filter.failedBefore, filter.errorContains, filter.urlContains, maxID]
+        try inBatches(AdminStatements.requeueDeadBatch, .init(filter: filter, maxID: maxID, limit: batchSize), progress)
     }
 
     /// Waiting jobs matching a bulk cancel's filter: how many, and the highest id.
     public func countCancellable(_ filter: CancelFilter) throws -> (count: Int, maxID: Int64) {
-        try countAndMaxID(AdminStatements.countCancellable, Self.parameters(filter, maxID: Int64.max))
-    }
-
-    private func countAndMaxID(
-        _ sql: String, _ parameters: [any PostgresEncodable]
-    ) throws -> (count: Int, maxID: Int64) {
-        let row = try connection.query(sql, parameters)[0]
+        let row = try connection.run(AdminStatements.countCancellable, .init(filter: filter, maxID: Int64.max))[0]
         return (try row.decode(0), try row.decode(1))
     }
 
@@ -210,33 +194,31 @@ public struct AdminStore {
     public func cancel(
         _ filter: CancelFilter, maxID: Int64, batchSize: Int, progress: (Int) -> Void = { _ in }
     ) throws -> Int {
-        try inBatches(AdminStatements.cancelBatch, Self.parameters(filter, maxID: maxID), batchSize, progress)
+        try inBatches(AdminStatements.cancelBatch, .init(filter: filter, maxID: maxID, limit: batchSize), progress)
     }
 
-    private static func parameters(_ filter: CancelFilter, maxID: Int64) -> [any PostgresEncodable] {
-        [filter.state?.rawValue, filter.queue, filter.urlContains, filter.createdSince, maxID]
-    }
-
-    /// Runs a batch statement whose last two parameters are "after id" and "batch size" and
-    /// whose first two columns are the count and the highest id changed, until a batch is empty.
-    private func inBatches(
-        _ sql: String, _ parameters: [any PostgresEncodable], _ batchSize: Int, _ progress: (Int) -> Void
+    /// Runs a batch statement whose first two columns are the count and the highest id changed,
+    /// each batch after the last one's highest id, until a batch is empty.
+    private func inBatches<Filter>(
+        _ statement: Statement<AdminStatements.Bulk<Filter>>, _ first: AdminStatements.Bulk<Filter>,
+        _ progress: (Int) -> Void
     ) throws -> Int {
-        var after: Int64 = 0
+        var batch = first
         var moved = 0
         while true {
-            let row = try connection.query(sql, parameters + [after, batchSize])[0]
+            let row = try connection.run(statement, batch)[0]
             let count: Int = try row.decode(0)
             if count == 0 { return moved }
             moved += count
-            after = try row.decode(1)
+            batch.after = try row.decode(1)
             progress(moved)
         }
     }
 
     /// Finished jobs a purge would delete.
     public func countPurgeable(state: JobState, olderThan cutoff: Date, queue: String?) throws -> Int {
-        try connection.query(AdminStatements.countPurgeable, [state.rawValue, cutoff, queue])[0].decode(0)
+        try connection.run(AdminStatements.countPurgeable, .init(state: state, olderThan: cutoff, queue: queue))[0]
+            .decode(0)
     }
 
     /// Deletes finished jobs (and their attempts) in batches; returns how many.
@@ -245,8 +227,9 @@ public struct AdminStore {
     ) throws -> Int {
         var deleted = 0
         while true {
-            let count = try connection.query(AdminStatements.purgeBatch, [state.rawValue, cutoff, queue, batchSize])
-                .affectedRows
+            let count = try connection.run(
+                AdminStatements.purgeBatch, .init(state: state, olderThan: cutoff, queue: queue, limit: batchSize)
+            ).affectedRows
             deleted += count
             if count > 0 { progress(deleted) }
             if count < batchSize { return deleted }
@@ -257,7 +240,7 @@ public struct AdminStore {
 
     /// Every known queue and its settings.
     public func queues() throws -> [QueueSettings] {
-        try connection.query(AdminStatements.listQueues).rows.map { row in
+        try connection.run(AdminStatements.listQueues).rows.map { row in
             let scheduleText: String? = try row.decode(3)
             return QueueSettings(
                 name: try row.decode(0), paused: try row.decode(1), maxAttempts: try row.decode(2),
@@ -271,41 +254,29 @@ public struct AdminStore {
     /// needed (the caller checks that the queue is known).
     public func updateOAuth(_ queue: String, _ change: QueueOAuthChange) throws {
         switch change {
-        case .set(let oauth):
-            _ = try connection.query(
-                AdminStatements.setQueueOAuth,
-                [queue, oauth.tokenURL, oauth.clientID, oauth.clientSecret, oauth.scope, oauth.audience])
-        case .remove:
-            _ = try connection.query(AdminStatements.setQueueOAuth, [queue, nil, nil, nil, nil, nil] as [String?])
+        case .set(let credentials): try connection.run(AdminStatements.setQueueOAuth, (queue, credentials))
+        case .remove: try connection.run(AdminStatements.setQueueOAuth, (queue, nil))
         }
     }
 
     /// Whether `queue` has settings or any job.
     public func queueExists(_ queue: String) throws -> Bool {
-        try connection.query(AdminStatements.queueExists, [queue])[0].decode(0)
+        try connection.run(AdminStatements.queueExists, queue)[0].decode(0)
     }
 
     /// Every queue name in use (with settings or jobs), sorted; at most 10,000.
     public func knownQueues() throws -> [String] {
-        try connection.query(AdminStatements.knownQueues).rows.map { try $0.decode(0) }
+        try connection.run(AdminStatements.knownQueues).rows.map { try $0.decode(0) }
     }
 
     /// Pauses or resumes a queue.
     public func setPaused(_ queue: String, _ paused: Bool) throws {
-        _ = try connection.query(AdminStatements.setPaused, [queue, paused])
+        try connection.run(AdminStatements.setPaused, (queue: queue, paused: paused))
     }
 
     /// Applies a settings change to a queue.
     public func update(_ queue: String, _ change: QueueSettingsChange) throws {
-        let maxAttempts: Int? = change.maxAttempts ?? nil
-        let schedule: [Double]? = change.retrySchedule ?? nil
-        let secret: String? = change.signingSecret ?? nil
-        let inFlight: Int? = change.maxInFlight ?? nil
-        _ = try connection.query(
-            AdminStatements.setQueue,
-            [queue, change.maxAttempts != nil, maxAttempts, change.retrySchedule != nil,
-             schedule.map { PostgresArray($0) }, change.signingSecret != nil, secret,
-             change.maxInFlight != nil, inFlight])
+        try connection.run(AdminStatements.setQueue, (queue: queue, change: change))
     }
 
     // MARK: Stats
@@ -314,7 +285,7 @@ public struct AdminStore {
     public func stats() throws -> QueueStatsReport {
         var health: [String: QueueHealth] = [:]
         func entry(_ queue: String) -> QueueHealth { health[queue] ?? QueueHealth(queue: queue) }
-        for row in try connection.query(AdminStatements.statsActive).rows {
+        for row in try connection.run(AdminStatements.statsActive).rows {
             let queue: String = try row.decode(0)
             var item = entry(queue)
             let count: Int = try row.decode(2)
@@ -327,14 +298,14 @@ public struct AdminStore {
             if let lag: Double = try row.decode(3) { item.lagSeconds = max(item.lagSeconds, lag) }
             health[queue] = item
         }
-        for row in try connection.query(AdminStatements.statsLastHour).rows {
+        for row in try connection.run(AdminStatements.statsLastHour).rows {
             let queue: String = try row.decode(0)
             var item = entry(queue)
             item.succeededLastHour = try row.decode(1)
             item.deadLastHour = try row.decode(2)
             health[queue] = item
         }
-        for row in try connection.query(AdminStatements.statsLatency).rows {
+        for row in try connection.run(AdminStatements.statsLatency).rows {
             let queue: String = try row.decode(0)
             var item = entry(queue)
             item.recentAttempts = try row.decode(1)
@@ -343,14 +314,14 @@ public struct AdminStore {
             item.p99Milliseconds = try row.decode(4)
             health[queue] = item
         }
-        for row in try connection.query(AdminStatements.pausedQueues).rows {
+        for row in try connection.run(AdminStatements.pausedQueues).rows {
             let queue: String = try row.decode(0)
             var item = entry(queue)
             item.paused = true
             health[queue] = item
         }
         var totals: [JobState: Int] = [:]
-        let estimate = try connection.query(AdminStatements.statsEstimate)
+        let estimate = try connection.run(AdminStatements.statsEstimate)
         if estimate.rowCount == 1 {
             let rows: Double = try estimate[0].decode(0)
             let values: String? = try estimate[0].decode(1)

@@ -77,7 +77,9 @@ public struct DestinationStore {
 
     /// Destinations busiest first (`host` nil for all), at most `limit`.
     public func list(host: String? = nil, limit: Int, defaultMaxInFlight: Int) throws -> [DestinationInfo] {
-        try connection.query(DestinationStatements.list, [host, limit, defaultMaxInFlight]).rows.map { row in
+        try connection.run(
+            DestinationStatements.list, .init(host: host, limit: limit, defaultMaxInFlight: defaultMaxInFlight)
+        ).rows.map { row in
             DestinationInfo(
                 host: try row.decode(0), due: try row.decode(1), later: try row.decode(2), running: try row.decode(3),
                 maxInFlight: try row.decode(4), maxInFlightIsDefault: try row.decode(5), rateLimit: try row.decode(6),
@@ -90,27 +92,20 @@ public struct DestinationStore {
 
     /// Disables `host` with `reason`.
     public func disable(_ host: String, reason: String) throws {
-        try connection.query(DestinationStatements.disable, [host, reason])
+        try connection.run(DestinationStatements.disable, .init(host: host, reason: reason))
     }
 
     /// Enables `host` and closes its breaker; false when the host has no row.
     public func enable(_ host: String) throws -> Bool {
-        let changed = try connection.query(DestinationStatements.enable, [host]).rowCount > 0
-        if changed { try connection.query(DestinationStatements.wake) }
+        let changed = try connection.run(DestinationStatements.enable, host).rowCount > 0
+        if changed { try connection.run(DestinationStatements.wake) }
         return changed
     }
 
     /// Applies `change` to `host`, creating its row.
     public func update(_ host: String, _ change: DestinationSettingsChange) throws {
-        try connection.query(
-            DestinationStatements.update,
-            [
-                host, change.maxInFlight != nil, change.maxInFlight ?? nil, change.rateLimit != nil,
-                change.rateLimit ?? nil, change.breakerThreshold != nil, change.breakerThreshold,
-                change.breakerCooldownSeconds != nil, change.breakerCooldownSeconds, change.disableOnGone != nil,
-                change.disableOnGone,
-            ])
-        try connection.query(DestinationStatements.wake)
+        try connection.run(DestinationStatements.update, (host: host, change: change))
+        try connection.run(DestinationStatements.wake)
     }
 }
 

@@ -48,18 +48,12 @@ extension AdminStore {
     /// Applies a retention change to queue `name`, creating its settings row if needed.
     public func updateRetention(_ name: String, _ change: QueueRetentionChange) throws {
         guard !change.isEmpty else { return }
-        let succeeded: Double? = change.keepSucceeded ?? nil
-        let cancelled: Double? = change.keepCancelled ?? nil
-        let dead: Double? = change.keepDead ?? nil
-        _ = try connection.query(
-            AdminStatements.setQueueRetention,
-            [name, change.keepSucceeded != nil, succeeded, change.keepCancelled != nil, cancelled,
-             change.keepDead != nil, dead])
+        try connection.run(AdminStatements.setQueueRetention, (queue: name, change: change))
     }
 
     /// Queue `name`'s retention periods; all defaults when it has no settings row.
     public func retention(of name: String) throws -> QueueRetention {
-        let result = try connection.query(AdminStatements.queueRetention, [name])
+        let result = try connection.run(AdminStatements.queueRetention, name)
         guard result.rowCount == 1 else { return QueueRetention() }
         return QueueRetention(
             keepSucceeded: try result[0].decode(0), keepCancelled: try result[0].decode(1),
@@ -69,7 +63,7 @@ extension AdminStore {
     /// Queue `name`'s jobs per state (states without jobs left out), in lifecycle order.
     public func stateCounts(of name: String) throws -> [QueueStateCount] {
         let order = JobState.allCases.map(\.rawValue)
-        return try connection.query(AdminStatements.queueStateCounts, [name]).rows.map {
+        return try connection.run(AdminStatements.queueStateCounts, name).rows.map {
             QueueStateCount(state: try $0.decode(0), jobs: try $0.decode(1), lagSeconds: try $0.decode(2))
         }.sorted { (order.firstIndex(of: $0.state) ?? 99) < (order.firstIndex(of: $1.state) ?? 99) }
     }

@@ -10,6 +10,7 @@ public enum EmbeddedMigrations {
         Migration(fileName: "0004_hostile_input.sql", bytes: PackageResources._004_hostile_input_sql),
         Migration(fileName: "0005_destinations.sql", bytes: PackageResources._005_destinations_sql),
         Migration(fileName: "0006_retention.sql", bytes: PackageResources._006_retention_sql),
-        Migration(fileName: "0007_queue_oauth.sql", bytes: PackageResources._007_queue_oauth_sql),
+        Migration(fileName: "0007_claim_index.sql", bytes: PackageResources._007_claim_index_sql),
+        Migration(fileName: "0008_queue_oauth.sql", bytes: PackageResources._008_queue_oauth_sql),
     ]
 }

@@ -104,10 +104,10 @@ public struct Migrator: Sendable {
     /// Compares the database's applied migrations with `expectedVersion`, writing nothing.
     public func status(_ connection: PostgresConnection) throws -> SchemaStatus {
         let expected = expectedVersion
-        guard try connection.query(MigratorStatements.hasMigrationsTable)[0].decode(0, as: Bool.self) else {
+        guard try connection.run(MigratorStatements.hasMigrationsTable)[0].decode(0, as: Bool.self) else {
             return .missing(expected: expected)
         }
-        let applied: Int? = try connection.query(MigratorStatements.appliedVersion)[0].decode(0)
+        let applied: Int? = try connection.run(MigratorStatements.appliedVersion)[0].decode(0)
         guard let applied, applied > 0 else { return .missing(expected: expected) }
         if applied < expected { return .behind(applied: applied, expected: expected) }
         if applied > expected { return .ahead(applied: applied, expected: expected) }
@@ -122,17 +122,17 @@ public struct Migrator: Sendable {
         for migration in migrations where migration.version <= 0 {
             throw MigrationError(code: "bad_file", message: "migration file \(migration.fileName) does not start with a version number")
         }
-        try connection.query(MigratorStatements.lock, [Self.advisoryLockKey])
-        defer { _ = try? connection.query(MigratorStatements.unlock, [Self.advisoryLockKey]) }
+        try connection.run(MigratorStatements.lock, Self.advisoryLockKey)
+        defer { _ = try? connection.run(MigratorStatements.unlock, Self.advisoryLockKey) }
         try connection.simpleQuery(MigratorStatements.bootstrap)
 
         var recorded: [Int: (name: String, checksum: String)] = [:]
-        for row in try connection.query(MigratorStatements.listApplied).rows {
+        for row in try connection.run(MigratorStatements.listApplied).rows {
             recorded[try row.decode(0, as: Int.self)] = (try row.decode(1), try row.decode(2))
         }
         var report = MigrationReport(applied: [], alreadyApplied: [])
         for migration in migrations {
-            let checksum: String = try connection.query(MigratorStatements.checksum, [migration.sql])[0].decode(0)
+            let checksum: String = try connection.run(MigratorStatements.checksum, migration.sql)[0].decode(0)
             if let existing = recorded[migration.version] {
                 guard existing.checksum == checksum else {
                     throw MigrationError(
@@ -146,7 +146,7 @@ public struct Migrator: Sendable {
             }
             try connection.transaction { conn in
                 try conn.simpleQuery(migration.sql)
-                try conn.query(MigratorStatements.record, [migration.version, migration.fileName, checksum])
+                try conn.run(MigratorStatements.record, (migration: migration, checksum: checksum))
             }
             logger.info("applied migration", metadata: ["migration.file": "\(migration.fileName)"])
             report.applied.append(migration.fileName)

@@ -1,31 +1,94 @@
+import Foundation
+import Postgres
+import RetryClient
+
 /// The statements of the admin CLI. Each reads or changes jobs through the indexes of
 /// `0001_init.sql`, and every change is guarded by the state it expects (a cancel never touches
 /// a running job, a requeue only dead ones).
 public enum AdminStatements {
+    /// A bulk change by filter (`dead requeue --all`, `jobs cancel --all`): the filter, the
+    /// highest id it may touch (fixed when the change was counted and confirmed), and for a
+    /// batch, the id after which it continues and how many rows it takes.
+    public struct Bulk<Filter: Sendable>: Sendable {
+        /// Which jobs.
+        public var filter: Filter
+        /// No job with a higher id is touched.
+        public var maxID: Int64
+        /// A batch takes jobs with higher ids only.
+        public var after: Int64
+        /// Jobs per batch.
+        public var limit: Int
+
+        /// A count (`after` and `limit` are not used) or a batch.
+        public init(filter: Filter, maxID: Int64, after: Int64 = 0, limit: Int = 0) {
+            self.filter = filter
+            self.maxID = maxID
+            self.after = after
+            self.limit = limit
+        }
+    }
+
+    /// Which finished jobs a purge deletes, and for a batch how many.
+    public struct Purge: Sendable {
+        /// A final state.
+        public var state: JobState
+        /// Finished before this time.
+        public var olderThan: Date
+        /// One queue, or nil for all.
+        public var queue: String?
+        /// Jobs per batch (`purgeBatch` only).
+        public var limit: Int
+
+        /// What a purge deletes.
+        public init(state: JobState, olderThan: Date, queue: String?, limit: Int = 0) {
+            self.state = state
+            self.olderThan = olderThan
+            self.queue = queue
+            self.limit = limit
+        }
+    }
+
+    /// `$1 ... $6` of `deadFilter`.
+    private static func deadFilterArguments(_ bulk: Bulk<DeadJobFilter>) -> [any PostgresEncodable] {
+        let filter = bulk.filter
+        return [filter.queue, filter.failedAfter, filter.failedBefore, filter.errorContains, filter.urlContains, bulk.maxID]
+    }
+
+    /// `$1 ... $5` of `cancelFilter`.
+    private static func cancelFilterArguments(_ bulk: Bulk<CancelFilter>) -> [any PostgresEncodable] {
+        let filter = bulk.filter
+        return [filter.state?.rawValue, filter.queue, filter.urlContains, filter.createdSince, bulk.maxID]
+    }
+
     /// Enqueues one job through `courier.enqueue_raw`, so validation and idempotency are the
     /// SQL function's. `$6` an exact run time or NULL for now + `$10` seconds.
-    public static let enqueueOne = """
+    public static let enqueueOne = Statement<NewJob>("""
         SELECT courier.enqueue_raw(url => $1, body => $2, method => $3, headers => $4::jsonb, queue => $5,
             run_at => coalesce($6::timestamptz, now() + coalesce($10::float8, 0) * interval '1 second'),
             max_attempts => $7, idempotency_key => $8, priority => $9,
             retry_schedule => (SELECT array_agg(s * interval '1 second' ORDER BY n)
                                FROM unnest($11::float8[]) WITH ORDINALITY AS u(s, n)))
-        """
+        """, planning: .prepared) { job in
+        [
+            job.url, job.body, job.method, PostgresJSON(job.headersJSON), job.queue, job.runAt, job.maxAttempts,
+            job.idempotencyKey, job.priority, job.delaySeconds, job.retrySchedule.map { PostgresArray($0) },
+        ]
+    }
 
     /// The bulk loader's staging table, private to the session and dropped at commit.
-    public static let createImportTable = """
+    public static let createImportTable = Statement<Void>("""
         CREATE TEMP TABLE courier_import (
             line bigint NOT NULL, url text, method text, headers jsonb, queue text, body bytea,
             max_attempts integer, priority integer, run_at timestamptz, delay_s float8,
             idempotency_key text, retry_s float8[]
         ) ON COMMIT DROP
-        """
+        """)
 
     /// Streams staged rows (`CopyText`, columns in this order).
-    public static let copyImport = """
+    public static let copyImport = Statement<Void>("""
         COPY courier_import (line, url, method, headers, queue, body, max_attempts, priority, run_at, delay_s,
                              idempotency_key, retry_s) FROM STDIN
-        """
+        """)
 
     /// Whether any staged row is invalid, checking each distinct request shape once: a bulk
     /// load usually repeats a few URLs, methods and header sets, and validation costs about
@@ -34,7 +97,7 @@ public enum AdminStatements {
     /// `run_at` is checked apart: only the latest run time of each queue against that queue's
     /// scheduling window (`courier.run_at_problem`). Only when this finds a problem does
     /// `importProblems` run row by row to name the lines.
-    public static let importHasProblems = """
+    public static let importHasProblems = Statement<Void>("""
         SELECT EXISTS (
             SELECT 1 FROM (
                 SELECT DISTINCT url, method, headers, queue, max_attempts, priority, retry_s,
@@ -55,11 +118,11 @@ public enum AdminStatements {
             ) per_queue
             WHERE courier.run_at_problem(per_queue.queue, per_queue.latest) IS NOT NULL
         )
-        """
+        """)
 
     /// Every staged line `courier.validate_job` rejects, with its message (via
     /// `courier.job_problem`, so the rules are the ones `courier.enqueue` applies).
-    public static let importProblems = """
+    public static let importProblems = Statement<Void>("""
         SELECT line, problem FROM (
             SELECT i.line, courier.job_problem(i.url, i.method, i.headers, i.queue,
                 coalesce(octet_length(i.body), 0), i.max_attempts, i.priority,
@@ -69,19 +132,20 @@ public enum AdminStatements {
         ) p
         WHERE problem IS NOT NULL
         ORDER BY line
-        """
+        """)
 
     /// Drops staged lines `$1` (the rejected ones, under `--skip-invalid`).
-    public static let dropImportLines = "DELETE FROM courier_import WHERE line = ANY ($1::bigint[])"
+    public static let dropImportLines = Statement<[Int64]>(
+        "DELETE FROM courier_import WHERE line = ANY ($1::bigint[])") { [PostgresArray($0)] }
 
     /// Moves the staged rows without an idempotency key into `courier.jobs` in one statement
     /// (one NOTIFY per queue through the statement trigger). A plain insert: ON CONFLICT would
     /// make every row a speculative insertion, a fifth of a bulk load's insert time.
-    public static let insertImportUnkeyed = insertImport(keyed: false)
+    public static let insertImportUnkeyed = Statement<Void>(insertImport(keyed: false))
 
     /// Moves the staged rows with an idempotency key; a key already in the queue keeps the
     /// first job.
-    public static let insertImportKeyed = insertImport(keyed: true)
+    public static let insertImportKeyed = Statement<Void>(insertImport(keyed: true))
 
     private static func insertImport(keyed: Bool) -> String {
         """
@@ -105,7 +169,7 @@ public enum AdminStatements {
     /// `$5` finished since, `$6` error substring, `$7` limit, `$8` finished before (NULL filters
     /// are off). Substrings are matched with `strpos`, literally: `%` and `_` are no wildcards.
     /// Walks the primary key backwards, or `jobs_state_queue_idx` when a state is given.
-    public static let listJobs = """
+    public static let listJobs = Statement<JobFilter>("""
         SELECT id, queue, state::text, priority, method, url, attempt, max_attempts, run_at, created_at,
                finished_at, last_status, last_error
         FROM courier.jobs
@@ -118,28 +182,33 @@ public enum AdminStatements {
           AND ($8::timestamptz IS NULL OR finished_at < $8)
         ORDER BY id DESC
         LIMIT $7
-        """
+        """) { filter in
+        [
+            filter.state?.rawValue, filter.queue, filter.urlContains, filter.createdSince, filter.finishedSince,
+            filter.errorContains, filter.limit, filter.finishedBefore,
+        ]
+    }
 
     /// One job, whole.
-    public static let showJob = """
+    public static let showJob = Statement<Int64>("""
         SELECT id, queue, state::text, priority, method, url, headers::text, body, attempt, max_attempts,
                (SELECT array_agg(extract(epoch FROM d)::float8 ORDER BY n)
                 FROM unnest(retry_schedule) WITH ORDINALITY AS u(d, n)) AS retry_s,
                run_at, created_at, updated_at, finished_at, locked_by, locked_until, idempotency_key,
                last_status, last_error
         FROM courier.jobs WHERE id = $1
-        """
+        """) { [$0] }
 
     /// A job's attempts in order (served by `attempts_job_idx`).
-    public static let jobAttempts = """
+    public static let jobAttempts = Statement<Int64>("""
         SELECT attempt, started_at, finished_at, duration_ms, status, error, worker, left(response_excerpt, 300),
                in_process
         FROM courier.attempts WHERE job_id = $1 ORDER BY id
-        """
+        """) { [$0] }
 
     /// Cancels jobs `$1` that are pending or retrying. Returns one row per asked id: whether it
     /// changed, and its state before (NULL when there is no such job).
-    public static let cancelJobs = """
+    public static let cancelJobs = Statement<[Int64]>("""
         WITH wanted AS (SELECT DISTINCT unnest($1::bigint[]) AS id),
         changed AS (
             UPDATE courier.jobs j
@@ -150,11 +219,11 @@ public enum AdminStatements {
         SELECT w.id, c.id IS NOT NULL AS changed, j.state::text
         FROM wanted w LEFT JOIN changed c ON c.id = w.id LEFT JOIN courier.jobs j ON j.id = w.id
         ORDER BY w.id
-        """
+        """) { [PostgresArray($0)] }
 
     /// Makes jobs `$1` that are pending or retrying due now, and wakes the workers. Same result
     /// shape as `cancelJobs`.
-    public static let retryJobsNow = """
+    public static let retryJobsNow = Statement<[Int64]>("""
         WITH wanted AS (SELECT DISTINCT unnest($1::bigint[]) AS id),
         changed AS (
             UPDATE courier.jobs j
@@ -166,11 +235,11 @@ public enum AdminStatements {
         SELECT w.id, c.id IS NOT NULL AS changed, j.state::text, (SELECT count(*) FROM woken) AS woken
         FROM wanted w LEFT JOIN changed c ON c.id = w.id LEFT JOIN courier.jobs j ON j.id = w.id
         ORDER BY w.id
-        """
+        """) { [PostgresArray($0)] }
 
     /// Moves dead jobs `$1` back to `pending` with fresh attempts; their attempt history stays.
     /// Same result shape as `cancelJobs`.
-    public static let requeueDeadByID = """
+    public static let requeueDeadByID = Statement<[Int64]>("""
         WITH wanted AS (SELECT DISTINCT unnest($1::bigint[]) AS id),
         changed AS (
             UPDATE courier.jobs j
@@ -182,7 +251,7 @@ public enum AdminStatements {
         SELECT w.id, c.id IS NOT NULL AS changed, j.state::text, (SELECT count(*) FROM woken) AS woken
         FROM wanted w LEFT JOIN changed c ON c.id = w.id LEFT JOIN courier.jobs j ON j.id = w.id
         ORDER BY w.id
-        """
+        """) { [PostgresArray($0)] }
 
     /// The filter of a bulk requeue: dead, `$1` queue, `$2` died at or after, `$3` died before,
     /// `$4` error substring, `$5` URL substring (both literal, through `strpos`), ids up to `$6`
@@ -198,16 +267,17 @@ public enum AdminStatements {
         """
 
     /// How many dead jobs a bulk requeue would move, and the highest id among them.
-    public static let countDead = """
+    public static let countDead = Statement<Bulk<DeadJobFilter>>("""
         SELECT count(*), coalesce(max(id), 0) FROM courier.jobs WHERE \(deadFilter)
-        """
+        """) { deadFilterArguments($0) }
 
     /// One batch of a bulk requeue: the next `$8` matching dead jobs after id `$7`, in id order,
     /// each batch its own short transaction so a million dead jobs never hold one long lock.
     /// Returns how many moved and the highest id moved.
-    public static let requeueDeadBatch = batch(
+    public static let requeueDeadBatch = Statement<Bulk<DeadJobFilter>>(batch(
         of: deadFilter, afterParameter: 7,
         set: "state = 'pending', attempt = 0, run_at = now(), finished_at = NULL, updated_at = now()", wake: true)
+    ) { deadFilterArguments($0) + [$0.after, $0.limit] }
 
     /// The filter of a bulk cancel: waiting jobs (pending or retrying; never running ones, whose
     /// request is in flight), `$1` only this state, `$2` queue, `$3` URL substring (literal),
@@ -223,16 +293,17 @@ public enum AdminStatements {
         """
 
     /// How many jobs a bulk cancel would cancel, and the highest id among them.
-    public static let countCancellable = """
+    public static let countCancellable = Statement<Bulk<CancelFilter>>("""
         SELECT count(*), coalesce(max(id), 0) FROM courier.jobs WHERE \(cancelFilter)
-        """
+        """) { cancelFilterArguments($0) }
 
     /// One batch of a bulk cancel: the next `$7` matching jobs after id `$6`. The filter is
     /// evaluated again on the locked row, so a job a worker claimed meanwhile (now running) is
     /// left alone. Returns how many were cancelled and the highest id cancelled.
-    public static let cancelBatch = batch(
+    public static let cancelBatch = Statement<Bulk<CancelFilter>>(batch(
         of: cancelFilter, afterParameter: 6, set: "state = 'cancelled', finished_at = now(), updated_at = now()",
         wake: false)
+    ) { cancelFilterArguments($0) + [$0.after, $0.limit] }
 
     /// A batch of a bulk change: locks the next `$(after + 1)` rows matching `filter` with ids
     /// above `$after`, in id order, and applies `set` to them; FOR UPDATE makes PostgreSQL
@@ -263,14 +334,14 @@ public enum AdminStatements {
     }
 
     /// Finished jobs a purge would delete: state `$1`, finished before `$2`, queue `$3`.
-    public static let countPurgeable = """
+    public static let countPurgeable = Statement<Purge>("""
         SELECT count(*) FROM courier.jobs
         WHERE state = $1::courier.job_state AND finished_at < $2 AND ($3::text IS NULL OR queue = $3)
-        """
+        """) { [$0.state.rawValue, $0.olderThan, $0.queue] }
 
     /// Deletes one batch of up to `$4` finished jobs (oldest first, through
     /// `jobs_finished_idx`); their attempts go with them (ON DELETE CASCADE).
-    public static let purgeBatch = """
+    public static let purgeBatch = Statement<Purge>("""
         WITH doomed AS (
             SELECT id FROM courier.jobs
             WHERE state = $1::courier.job_state AND finished_at < $2 AND ($3::text IS NULL OR queue = $3)
@@ -278,10 +349,10 @@ public enum AdminStatements {
             LIMIT $4
         )
         DELETE FROM courier.jobs j USING doomed WHERE j.id = doomed.id
-        """
+        """) { [$0.state.rawValue, $0.olderThan, $0.queue, $0.limit] }
 
     /// Every known queue: those with settings and those with unfinished jobs.
-    public static let listQueues = """
+    public static let listQueues = Statement<Void>("""
         SELECT n.name, coalesce(q.paused, false), q.max_attempts,
                (SELECT array_agg(extract(epoch FROM d)::float8 ORDER BY k)
                 FROM unnest(q.retry_schedule) WITH ORDINALITY AS u(d, k)) AS retry_s,
@@ -294,22 +365,22 @@ public enum AdminStatements {
         ) n
         LEFT JOIN courier.queues q ON q.name = n.name
         ORDER BY n.name
-        """
+        """)
 
     /// Whether queue `$1` exists: it has a settings row or any job, in any state. The jobs
     /// index leads with the state, so the probe names every state (one index descent each);
     /// `queue = $1` alone would scan the table, and an unknown name is the usual case here.
-    public static let queueExists = """
+    public static let queueExists = Statement<String>("""
         SELECT EXISTS (SELECT 1 FROM courier.queues WHERE name = $1)
             OR EXISTS (SELECT 1 FROM courier.jobs
                        WHERE state = ANY (enum_range(NULL::courier.job_state)) AND queue = $1)
-        """
+        """) { [$0] }
 
     /// Every queue name in use (settings rows, and jobs in any state), at most 10,000, for
     /// suggesting a close match. The distinct queues of each state are found by a loose index
     /// scan of `jobs_state_queue_idx` (one descent per state and queue), not by reading every
     /// job.
-    public static let knownQueues = """
+    public static let knownQueues = Statement<Void>("""
         WITH RECURSIVE names AS (
             SELECT s.state, (SELECT min(j.queue) FROM courier.jobs j WHERE j.state = s.state) AS queue
             FROM unnest(enum_range(NULL::courier.job_state)) AS s(state)
@@ -323,17 +394,17 @@ public enum AdminStatements {
         SELECT name FROM courier.queues
         ORDER BY 1
         LIMIT 10000
-        """
+        """)
 
     /// Pauses (`$2` true) or resumes queue `$1`, creating its settings row if needed.
-    public static let setPaused = """
+    public static let setPaused = Statement<(queue: String, paused: Bool)>("""
         INSERT INTO courier.queues AS q (name, paused) VALUES ($1, $2)
         ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = now()
-        """
+        """) { [$0.queue, $0.paused] }
 
     /// Changes chosen settings of queue `$1`: each `$even` flag says whether the following value
     /// replaces the current one (a NULL value restores the default).
-    public static let setQueue = """
+    public static let setQueue = Statement<(queue: String, change: QueueSettingsChange)>("""
         INSERT INTO courier.queues AS q (name, max_attempts, retry_schedule, signing_secret, max_in_flight)
         VALUES ($1, $3, (SELECT array_agg(s * interval '1 second' ORDER BY n)
                          FROM unnest($5::float8[]) WITH ORDINALITY AS u(s, n)), $7, $9)
@@ -343,11 +414,17 @@ public enum AdminStatements {
             signing_secret = CASE WHEN $6 THEN excluded.signing_secret ELSE q.signing_secret END,
             max_in_flight = CASE WHEN $8 THEN excluded.max_in_flight ELSE q.max_in_flight END,
             updated_at = now()
-        """
+        """) { queue, change in
+        [
+            queue, change.maxAttempts != nil, change.maxAttempts ?? nil, change.retrySchedule != nil,
+            (change.retrySchedule ?? nil).map { PostgresArray($0) }, change.signingSecret != nil,
+            change.signingSecret ?? nil, change.maxInFlight != nil, change.maxInFlight ?? nil,
+        ]
+    }
 
-    /// Sets queue `$1`'s OAuth2 client credentials: token URL `$2`, client id `$3`, secret `$4`,
-    /// scope `$5`, audience `$6`; all NULL removes them. Creates the settings row if needed.
-    public static let setQueueOAuth = """
+    /// Sets a queue's OAuth2 client credentials (token URL, client id, secret, scope, audience);
+    /// nil removes them. Creates the settings row if needed.
+    public static let setQueueOAuth = Statement<(queue: String, credentials: OAuth2ClientCredentials?)>("""
         INSERT INTO courier.queues AS q (name, oauth_token_url, oauth_client_id, oauth_client_secret, oauth_scope,
                                          oauth_audience)
         VALUES ($1, $2, $3, $4, $5, $6)
@@ -355,12 +432,17 @@ public enum AdminStatements {
             oauth_token_url = excluded.oauth_token_url, oauth_client_id = excluded.oauth_client_id,
             oauth_client_secret = excluded.oauth_client_secret, oauth_scope = excluded.oauth_scope,
             oauth_audience = excluded.oauth_audience, updated_at = now()
-        """
+        """) { queue, credentials in
+        [
+            queue, credentials?.tokenURL, credentials?.clientID, credentials?.clientSecret, credentials?.scope,
+            credentials?.audience,
+        ]
+    }
 
     /// Unfinished and dead jobs per queue and state (exact, over `jobs_state_queue_idx`),
     /// with the oldest due job's age in seconds (the lag; pending and retrying jobs only: a
     /// dead or running job is never lag).
-    public static let statsActive = """
+    public static let statsActive = Statement<Void>("""
         SELECT queue, state::text, count(*),
                -- Epochs subtracted rather than timestamps: a hand-written `-infinity` run_at then
                -- shows as an infinite lag instead of failing the whole statement.
@@ -369,19 +451,19 @@ public enum AdminStatements {
         FROM courier.jobs
         WHERE state IN ('pending', 'running', 'retrying', 'dead')
         GROUP BY queue, state
-        """
+        """)
 
     /// Succeeded and dead per queue in the last hour (a range of `jobs_finished_idx`).
-    public static let statsLastHour = """
+    public static let statsLastHour = Statement<Void>("""
         SELECT queue, count(*) FILTER (WHERE state = 'succeeded'), count(*) FILTER (WHERE state = 'dead')
         FROM courier.jobs
         WHERE finished_at >= now() - interval '1 hour'
         GROUP BY queue
-        """
+        """)
 
     /// Attempt duration percentiles (ms) per queue over the 10,000 most recent attempts of the
     /// last 15 minutes (read backwards along `attempts_finished_idx`).
-    public static let statsLatency = """
+    public static let statsLatency = Statement<Void>("""
         SELECT j.queue, count(*),
                percentile_cont(0.5) WITHIN GROUP (ORDER BY a.duration_ms),
                percentile_cont(0.95) WITHIN GROUP (ORDER BY a.duration_ms),
@@ -394,18 +476,18 @@ public enum AdminStatements {
         ) a
         JOIN courier.jobs j ON j.id = a.job_id
         GROUP BY j.queue
-        """
+        """)
 
     /// The planner's estimate of all rows and of the share of each state: finished jobs can
     /// number millions, and an exact count would scan them.
-    public static let statsEstimate = """
+    public static let statsEstimate = Statement<Void>("""
         SELECT c.reltuples::float8, s.most_common_vals::text, s.most_common_freqs::float8[]::text
         FROM pg_class c
         JOIN pg_namespace ns ON ns.oid = c.relnamespace AND ns.nspname = 'courier'
         LEFT JOIN pg_stats s ON s.schemaname = 'courier' AND s.tablename = 'jobs' AND s.attname = 'state'
         WHERE c.relname = 'jobs'
-        """
+        """)
 
     /// The names of paused queues.
-    public static let pausedQueues = "SELECT name FROM courier.queues WHERE paused ORDER BY name"
+    public static let pausedQueues = Statement<Void>("SELECT name FROM courier.queues WHERE paused ORDER BY name")
 }

@@ -2,52 +2,78 @@
 /// statements as production (`AdminStatements` for bulk enqueue, `WorkerStatements` via the
 /// worker).
 public enum BenchStatements {
+    /// A batch of finished history for `loadFinished`.
+    public struct LoadFinished: Sendable {
+        /// Their queue.
+        public var queue: String
+        /// Their request's URL.
+        public var url: String
+        /// Their request's body.
+        public var body: [UInt8]
+        /// How many jobs.
+        public var count: Int
+        /// The first finished this long ago.
+        public var firstSecondsAgo: Double
+        /// Each next one this much later.
+        public var stepMilliseconds: Double
+
+        /// A batch of history.
+        public init(queue: String, url: String, body: [UInt8], count: Int, firstSecondsAgo: Double, stepMilliseconds: Double) {
+            self.queue = queue
+            self.url = url
+            self.body = body
+            self.count = count
+            self.firstSecondsAgo = firstSecondsAgo
+            self.stepMilliseconds = stepMilliseconds
+        }
+    }
+
     /// Succeeded jobs of queue `$1` (served by `jobs_state_queue_idx`).
-    public static let succeededCount = """
+    public static let succeededCount = Statement<String>("""
         SELECT count(*) FROM courier.jobs WHERE state = 'succeeded' AND queue = $1
-        """
+        """, planning: .prepared) { [$0] }
 
     /// Whether queue `$1` still has unfinished jobs. Stops at the first one, so polling it
     /// often costs the server almost nothing, unlike counting tens of thousands of rows.
-    public static let hasUnfinished = """
+    public static let hasUnfinished = Statement<String>("""
         SELECT EXISTS (SELECT 1 FROM courier.jobs WHERE state IN ('pending', 'running', 'retrying') AND queue = $1)
-        """
+        """, planning: .prepared) { [$0] }
 
     /// Attempts recorded for the jobs of queue `$1`.
-    public static let attemptCount = """
+    public static let attemptCount = Statement<String>("""
         SELECT count(*) FROM courier.attempts a JOIN courier.jobs j ON j.id = a.job_id WHERE j.queue = $1
-        """
+        """) { [$0] }
 
     /// Per job of queue `$1`: ms from enqueue to the first attempt's start, and to the
     /// successful attempt's end.
-    public static let latencies = """
+    public static let latencies = Statement<String>("""
         SELECT extract(epoch FROM min(a.started_at) - j.created_at)::float8 * 1000,
                extract(epoch FROM max(a.finished_at) - j.created_at)::float8 * 1000
         FROM courier.jobs j JOIN courier.attempts a ON a.job_id = j.id
         WHERE j.queue = $1
         GROUP BY j.id, j.created_at
-        """
+        """) { [$0] }
 
     /// Deletes every job of queue `$1`, so a rerun against the same database starts empty.
-    public static let resetQueue = "DELETE FROM courier.jobs WHERE queue = $1"
+    public static let resetQueue = Statement<String>("DELETE FROM courier.jobs WHERE queue = $1") { [$0] }
 
     /// Forgets destination `$1` (its breaker and streak), so a rerun starts from a closed breaker.
-    public static let resetDestination = "DELETE FROM courier.destinations WHERE host = $1"
+    public static let resetDestination = Statement<String>("DELETE FROM courier.destinations WHERE host = $1") { [$0] }
 
     /// Whether destination `$1`'s breaker is open (`open`, `closed`, `unknown` without a row).
-    public static let breakerState = """
+    public static let breakerState = Statement<String>("""
         SELECT coalesce((SELECT CASE WHEN opened_at IS NULL THEN 'closed' ELSE 'open' END
                          FROM courier.destinations WHERE host = $1), 'unknown')
-        """
+        """) { [$0] }
 
     /// Wakes workers listening for queue `$1` (after `courier queues resume`).
-    public static let wake = "SELECT pg_notify('courier_jobs', $1)"
+    public static let wake = Statement<String>("SELECT pg_notify('courier_jobs', $1)") { [$0] }
 
     /// The server's version and durability settings, printed with the results.
-    public static let serverSettings = """
+    public static let serverSettings = Statement<Void>("""
         SELECT current_setting('server_version'), current_setting('fsync'), current_setting('synchronous_commit'),
                current_setting('shared_buffers')
-        """
+        """)
 
     // MARK: Scale and soak
 
@@ -55,7 +81,7 @@ public enum BenchStatements {
     /// attempt row, in one statement: the history of the `scale` scenario. The first finished
     /// `$5` seconds ago, each next one `$6` ms later, so the finished-time indexes grow in
     /// order as they do in production. Rows pass the insert triggers (validation, counts).
-    public static let loadFinished = """
+    public static let loadFinished = Statement<LoadFinished>("""
         WITH j AS (
             INSERT INTO courier.jobs (queue, state, method, url, headers, body, attempt, max_attempts, run_at,
                                       created_at, updated_at, finished_at, last_status)
@@ -67,45 +93,60 @@ public enum BenchStatements {
         )
         INSERT INTO courier.attempts (job_id, attempt, started_at, finished_at, duration_ms, status, response_excerpt, worker)
         SELECT j.id, 1, j.run_at, j.finished_at, 5, 200, '{"ok":true}', 'bench-history' FROM j
-        """
+        """) { [$0.queue, $0.url, $0.body, $0.count, $0.firstSecondsAgo, $0.stepMilliseconds] }
 
     /// Enqueues `$4` jobs of queue `$3` (request to `$1`, body `$2`) through `courier.enqueue_raw`,
     /// one call per job inside one statement: the producer of the `soak` scenario.
-    public static let enqueueMany = """
+    public static let enqueueMany = Statement<(url: String, body: [UInt8], queue: String, count: Int)>("""
         SELECT count(courier.enqueue_raw(url => $1, body => $2::bytea, headers => '{"Content-Type": "application/json"}',
                                          queue => $3))
         FROM generate_series(1, $4::int)
-        """
+        """, planning: .prepared) { [$0.url, $0.body, $0.queue, $0.count] }
 
     /// Sizes in bytes of the jobs and attempts tables (heap with TOAST) and of their indexes,
     /// the jobs of queue `$1` (from `courier.queue_stats`, so polling it often costs the server
     /// nothing), and how many of its succeeded jobs finished more than `$2` seconds ago (stale:
     /// older than the retention; a range of `jobs_retention_idx`).
-    public static let soakSample = """
+    public static let soakSample = Statement<(queue: String, staleAfterSeconds: Double)>("""
         SELECT pg_table_size('courier.jobs'), pg_indexes_size('courier.jobs'),
                pg_table_size('courier.attempts'), pg_indexes_size('courier.attempts'),
                (SELECT coalesce(sum(s.jobs), 0)::bigint FROM courier.queue_stats s WHERE s.queue = $1),
                (SELECT count(*) FROM courier.jobs
                 WHERE queue = $1 AND state = 'succeeded' AND finished_at < now() - $2::float8 * interval '1 second')
-        """
+        """) { [$0.queue, $0.staleAfterSeconds] }
 
     /// Jobs of queue `$1`, from the maintained counts: cheap enough to poll every few
     /// milliseconds while retention deletes.
-    public static let queueJobs = """
+    public static let queueJobs = Statement<String>("""
         SELECT coalesce(sum(jobs), 0)::bigint FROM courier.queue_stats WHERE queue = $1
-        """
+        """, planning: .prepared) { [$0] }
 
     /// Jobs of queue `$1` that are not succeeded (none once a soak has delivered everything).
-    public static let notSucceeded = """
+    public static let notSucceeded = Statement<String>("""
         SELECT count(*) FROM courier.jobs WHERE queue = $1 AND state <> 'succeeded'
-        """
+        """) { [$0] }
 
     /// The health view, read whole.
-    public static let queueStats = "SELECT * FROM courier.queue_stats"
+    public static let queueStats = Statement<Void>("SELECT * FROM courier.queue_stats")
 
     /// What `courier.queue_stats` computed before migration 0006: an exact count of every row
     /// per queue and state, for comparison.
-    public static let countEveryRow = """
+    public static let countEveryRow = Statement<Void>("""
         SELECT queue, state, count(*), min(run_at) FROM courier.jobs GROUP BY queue, state
-        """
+        """)
+
+    /// Running jobs of queue `$1`: the `inflight` scenario's sample of its peak.
+    public static let running = Statement<String>("""
+        SELECT count(*) FROM courier.jobs WHERE queue = $1 AND state = 'running'
+        """) { [$0] }
+
+    /// After loading a history: what autovacuum and autoanalyze would have done by the time a
+    /// real history of that size exists.
+    public static let settleHistory = Statement<Void>("VACUUM ANALYZE courier.jobs; VACUUM ANALYZE courier.attempts")
+
+    /// Writes out what a load dirtied (needs a superuser or pg_checkpoint).
+    public static let checkpoint = Statement<Void>("CHECKPOINT")
+
+    /// New statistics after a bulk enqueue, as autoanalyze would take within a minute.
+    public static let analyzeJobs = Statement<Void>("ANALYZE courier.jobs")
 }

@@ -1,12 +1,44 @@
+import Postgres
+
 /// The statements of `courier hosts`: destinations (`courier.destinations`) as an operator sees
 /// and changes them. The claim and outcome statements that keep their live state are in
 /// `WorkerStatements`.
 public enum DestinationStatements {
-    /// Destinations with a row or with waiting jobs (`$1` one host or NULL for all, `$2` the
-    /// most rows, `$3` the default in-flight cap to show), busiest first: due jobs, jobs
-    /// scheduled later, running jobs, settings and breaker state. Waiting and running jobs are
-    /// counted through `jobs_host_due_idx` and `jobs_host_running_idx`.
-    public static let list = """
+    /// What `list` reads.
+    public struct ListParameters: Sendable {
+        /// One host, or nil for every destination.
+        public var host: String?
+        /// The most rows.
+        public var limit: Int
+        /// The in-flight cap shown for hosts without their own (the workers' default).
+        public var defaultMaxInFlight: Int
+
+        /// Parameters of `list`.
+        public init(host: String?, limit: Int, defaultMaxInFlight: Int) {
+            self.host = host
+            self.limit = limit
+            self.defaultMaxInFlight = defaultMaxInFlight
+        }
+    }
+
+    /// Which destination `disable` turns off, and why.
+    public struct DisableParameters: Sendable {
+        /// The destination.
+        public var host: String
+        /// Shown by `courier hosts list`.
+        public var reason: String
+
+        /// Parameters of `disable`.
+        public init(host: String, reason: String) {
+            self.host = host
+            self.reason = reason
+        }
+    }
+
+    /// Destinations with a row or with waiting jobs, busiest first: due jobs, jobs scheduled
+    /// later, running jobs, settings and breaker state. Waiting and running jobs are counted
+    /// through `jobs_host_due_idx` and `jobs_host_running_idx`.
+    public static let list = Statement<ListParameters>("""
         WITH waiting AS (
             SELECT j.host,
                    count(*) FILTER (WHERE j.state <> 'running' AND j.run_at <= now()) AS due,
@@ -28,33 +60,35 @@ public enum DestinationStatements {
         WHERE $1::text IS NULL OR coalesce(d.host, w.host) = $1::text
         ORDER BY coalesce(w.due, 0) DESC, coalesce(w.running, 0) DESC, 1
         LIMIT $2
-        """
+        """) { [$0.host, $0.limit, $0.defaultMaxInFlight] }
 
-    /// Disables destination `$1` with reason `$2` (creating its row): no job of it is claimed
-    /// until it is enabled. Running requests finish. Returns the host.
-    public static let disable = """
+    /// Disables a destination (creating its row): no job of it is claimed until it is enabled.
+    /// Running requests finish. Returns the host.
+    public static let disable = Statement<DisableParameters>("""
         INSERT INTO courier.destinations AS d (host, disabled_at, disabled_reason)
         VALUES ($1, now(), $2)
         ON CONFLICT (host) DO UPDATE SET disabled_at = now(), disabled_reason = $2, updated_at = now()
         RETURNING d.host
-        """
+        """) { [$0.host, $0.reason] }
 
-    /// Enables destination `$1` again and closes its breaker (failure streak 0), so its parked
-    /// and waiting jobs are claimed at once. Returns the host; no row when it has none.
-    public static let enable = """
+    /// Enables a destination (the parameter: its host) again and closes its breaker (failure
+    /// streak 0), so its parked and waiting jobs are claimed at once. Returns the host; no row
+    /// when it has none.
+    public static let enable = Statement<String>("""
         UPDATE courier.destinations
         SET disabled_at = NULL, disabled_reason = NULL, failure_streak = 0, opened_at = NULL, probe_at = NULL,
             updated_at = now()
         WHERE host = $1
         RETURNING host
-        """
+        """) { [$0] }
 
-    /// Changes settings of destination `$1` (creating its row). Each setting has a flag saying
-    /// whether to change it: `$2`/`$3` max_in_flight (NULL = the worker's default), `$4`/`$5`
-    /// rate_limit (NULL = none), `$6`/`$7` breaker_threshold, `$8`/`$9` breaker_cooldown in
-    /// seconds, `$10`/`$11` disable_on_gone. The table's constraints refuse values out of range
-    /// (SQLSTATE 23514).
-    public static let update = """
+    /// Changes the settings of a destination that `change` names (creating its row), leaving the
+    /// others as they are. The table's constraints refuse values out of range (SQLSTATE 23514).
+    ///
+    /// Each setting is a pair: whether to change it, then its new value (`$2`/`$3`
+    /// max_in_flight, NULL = the workers' default; `$4`/`$5` rate_limit, NULL = none; `$6`/`$7`
+    /// breaker_threshold; `$8`/`$9` breaker_cooldown in seconds; `$10`/`$11` disable_on_gone).
+    public static let update = Statement<(host: String, change: DestinationSettingsChange)>("""
         INSERT INTO courier.destinations AS d (host, max_in_flight, rate_limit, breaker_threshold, breaker_cooldown,
                                                disable_on_gone)
         VALUES ($1, CASE WHEN $2::boolean THEN $3::int END, CASE WHEN $4::boolean THEN $5::float8 END,
@@ -71,8 +105,14 @@ public enum DestinationStatements {
             disable_on_gone = CASE WHEN $10::boolean THEN $11::boolean ELSE d.disable_on_gone END,
             updated_at = now()
         RETURNING d.host
-        """
+        """) { host, change in
+        [
+            host, change.maxInFlight != nil, change.maxInFlight ?? nil, change.rateLimit != nil, change.rateLimit ?? nil,
+            change.breakerThreshold != nil, change.breakerThreshold, change.breakerCooldownSeconds != nil,
+            change.breakerCooldownSeconds, change.disableOnGone != nil, change.disableOnGone,
+        ]
+    }
 
     /// Wakes listening workers (a destination enabled or given more room has jobs to claim).
-    public static let wake = "SELECT pg_notify('courier_jobs', '')"
+    public static let wake = Statement<Void>("SELECT pg_notify('courier_jobs', '')")
 }

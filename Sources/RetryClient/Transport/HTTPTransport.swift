@@ -1,7 +1,7 @@
 /// Sends one HTTP request and returns what came back: the seam between the retry logic and the
 /// network.
 ///
-/// Production uses ``AsyncHTTPClientTransport``; tests swap in ``StubTransport`` and leave the
+/// Production uses ``AsyncHTTPClientTransport``; tests swap in `StubTransport` (library `RetryClientTesting`) and leave the
 /// rest of the client unchanged.
 public protocol HTTPTransport: Sendable {
     /// Sends `request` once, without retrying.

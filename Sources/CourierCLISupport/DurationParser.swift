@@ -7,14 +7,14 @@ import Foundation
 /// everything finished more than a second ago when the operator meant a day; now it is refused
 /// with a message that names the units. Only `0` may go without one, being zero in any unit.
 /// JSON Lines fields keep taking a JSON number as seconds: there the type says what it is.
-enum DurationParser {
+package enum DurationParser {
     /// The units, longest suffix first so `ms` is not read as `m`.
-    static let units: [(suffix: String, seconds: Double)] = [
+    package static let units: [(suffix: String, seconds: Double)] = [
         ("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800),
     ]
 
     /// What a text is as a duration.
-    enum Parsed: Equatable {
+    package enum Parsed: Equatable {
         /// A duration of this many seconds.
         case seconds(Double)
         /// A number without a unit (`1`, `2.5`).
@@ -24,13 +24,13 @@ enum DurationParser {
     }
 
     /// Seconds, or nil when `text` is not a duration (`parse(_:)` says why).
-    static func seconds(_ text: String) -> Double? {
+    package static func seconds(_ text: String) -> Double? {
         if case .seconds(let seconds) = parse(text) { return seconds }
         return nil
     }
 
     /// Reads `text` as a duration.
-    static func parse(_ text: String) -> Parsed {
+    package static func parse(_ text: String) -> Parsed {
         let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
         for (suffix, scale) in units where trimmed.hasSuffix(suffix) {
             let number = trimmed.dropLast(suffix.count)
@@ -53,7 +53,7 @@ enum DurationParser {
     }
 
     /// The one-line complaint about `text` given to `flag`, naming the units.
-    static func message(_ text: String, flag: String) -> String {
+    package static func message(_ text: String, flag: String) -> String {
         let shown = text.trimmingCharacters(in: .whitespaces)
         if parse(text) == .missingUnit {
             return
@@ -62,4 +62,12 @@ enum DurationParser {
         }
         return "\(flag): \(shown.debugDescription) is not a duration (write e.g. 1s, 5m, 2h, 7d)"
     }
+}
+
+/// Parses a duration flag or throws a usage error naming the flag.
+package func parseDuration(_ text: String, flag: String) throws -> Double {
+    guard let seconds = DurationParser.seconds(text) else {
+        throw CLIError.usage(DurationParser.message(text, flag: flag))
+    }
+    return seconds
 }

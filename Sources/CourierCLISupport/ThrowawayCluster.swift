@@ -9,9 +9,9 @@ import Foundation
 /// after `stop()`.
 ///
 /// `initdb` refuses to run as root, so as root the cluster belongs to the `postgres` user.
-final class ThrowawayCluster {
+package final class ThrowawayCluster {
     /// The libpq URI of the cluster's `postgres` database.
-    let url: String
+    package let url: String
     private let directory: URL
     private let binDirectory: String
     private let asOwner: [String]
@@ -19,7 +19,7 @@ final class ThrowawayCluster {
     private var cleanupKey: Int?
 
     /// Initializes and starts a cluster; throws a `CLIError` that says what is missing.
-    init(tuning: [String] = []) throws {
+    package init(tuning: [String] = []) throws {
         guard let bin = Self.findServerBinaries() else {
             throw CLIError("no PostgreSQL server binaries found (looked in /usr/lib/postgresql/*/bin); install them: apt-get install -y postgresql")
         }
@@ -57,7 +57,7 @@ final class ThrowawayCluster {
     deinit { stop() }
 
     /// Stops the server and deletes the cluster. Safe to call twice.
-    func stop() {
+    package func stop() {
         guard running else { return }
         running = false
         if let cleanupKey { SignalCleanup.shared.remove(cleanupKey) }
@@ -78,7 +78,7 @@ final class ThrowawayCluster {
         }
     }
 
-    static func findServerBinaries() -> String? {
+    package static func findServerBinaries() -> String? {
         let root = "/usr/lib/postgresql"
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
         for version in versions.sorted(by: { (Int($0) ?? 0) > (Int($1) ?? 0) }) {
@@ -89,7 +89,7 @@ final class ThrowawayCluster {
     }
 
     /// Asks the kernel for a free port by binding port 0.
-    static func freePort() throws -> Int {
+    package static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw CLIError("cannot open a socket to find a free port") }
         defer { close(fd) }

@@ -1,33 +1,30 @@
-import CourierSink
-import CourierWorker
 import CoreMetrics
 import Metrics
 import Prometheus
 
 /// Serves the process's swift-metrics as Prometheus text on `<host>:<port>/metrics`, every
-/// series with its `# HELP` line (`WorkerMetrics.help`).
-final class MetricsServer: Sendable {
-    private let sink: HTTPSink
+/// series with its `# HELP` line.
+public final class MetricsServer: Sendable {
+    private let endpoint: MetricsEndpoint
 
-    private init(sink: HTTPSink) { self.sink = sink }
+    /// The port it listens on.
+    public var port: Int { endpoint.port }
 
-    /// Bootstraps swift-metrics with a Prometheus registry and starts serving it.
-    static func start(host: String = "127.0.0.1", port: Int) throws -> MetricsServer {
+    private init(endpoint: MetricsEndpoint) { self.endpoint = endpoint }
+
+    /// Bootstraps swift-metrics with a Prometheus registry whose series carry `help` (metric
+    /// name → text), and starts serving it. Call once per process: swift-metrics can be
+    /// bootstrapped only once.
+    public static func start(host: String = "127.0.0.1", port: Int, help: [String: String]) throws -> MetricsServer {
         let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(HelpfulPrometheusFactory(registry: registry, help: WorkerMetrics.help))
-        let sink = try blockingAwait {
-            try await HTTPSink.start(host: host, port: port) { request in
-                guard request.path == "/metrics" else { return .respond(status: 404, body: Array("not found\n".utf8)) }
-                return .respond(
-                    status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: registry.emitToBuffer())
-            }
-        }
-        return MetricsServer(sink: sink)
+        MetricsSystem.bootstrap(HelpfulPrometheusFactory(registry: registry, help: help))
+        let endpoint = try MetricsEndpoint.start(host: host, port: port) { registry.emitToBuffer() }
+        return MetricsServer(endpoint: endpoint)
     }
 
     /// Parses `--metrics-address`: `HOST:PORT` (`[v6]:PORT` for IPv6) or a bare port on
     /// 127.0.0.1; nil when it is neither.
-    static func parseAddress(_ text: String) -> (host: String, port: Int)? {
+    public static func parseAddress(_ text: String) -> (host: String, port: Int)? {
         if let port = Int(text) { return (1...65_535).contains(port) ? ("127.0.0.1", port) : nil }
         guard let colon = text.lastIndex(of: ":") else { return nil }
         var host = String(text[..<colon])
@@ -39,39 +36,44 @@ final class MetricsServer: Sendable {
     }
 
     /// Stops serving.
-    func stop() {
-        let sink = self.sink
-        _ = try? blockingAwait { await sink.shutdown() }
+    public func stop() {
+        endpoint.shutdown()
     }
 }
 
 /// A swift-metrics factory on a Prometheus registry that gives every metric its help text.
 /// (swift-prometheus's own factory registers every metric without one.)
-struct HelpfulPrometheusFactory: MetricsFactory {
+public struct HelpfulPrometheusFactory: MetricsFactory {
     let registry: PrometheusCollectorRegistry
     let help: [String: String]
 
+    /// A factory registering on `registry`, with `help` (metric name → text) for the help lines.
+    public init(registry: PrometheusCollectorRegistry, help: [String: String]) {
+        self.registry = registry
+        self.help = help
+    }
+
     private func text(_ label: String) -> String { help[label] ?? "" }
 
-    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+    public func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
         registry.makeCounter(name: label, labels: dimensions, help: text(label))
     }
 
-    func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
+    public func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
         registry.makeCounter(name: label, labels: dimensions, help: text(label))
     }
 
-    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+    public func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
         guard aggregate else { return registry.makeGauge(name: label, labels: dimensions, help: text(label)) }
         return registry.makeValueHistogram(
             name: label, labels: dimensions, buckets: [0.001, 0.01, 0.1, 1, 10, 100, 1000, 10_000], help: text(label))
     }
 
-    func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
+    public func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
         registry.makeGauge(name: label, labels: dimensions, help: text(label))
     }
 
-    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+    public func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
         registry.makeDurationHistogram(
             name: label, labels: dimensions,
             buckets: [.milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
@@ -80,24 +82,24 @@ struct HelpfulPrometheusFactory: MetricsFactory {
             help: text(label))
     }
 
-    func destroyCounter(_ handler: any CounterHandler) {
+    public func destroyCounter(_ handler: any CounterHandler) {
         if let counter = handler as? Prometheus.Counter { registry.unregisterCounter(counter) }
     }
 
-    func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) {
+    public func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) {
         if let counter = handler as? Prometheus.Counter { registry.unregisterCounter(counter) }
     }
 
-    func destroyRecorder(_ handler: any RecorderHandler) {
+    public func destroyRecorder(_ handler: any RecorderHandler) {
         if let gauge = handler as? Prometheus.Gauge { registry.unregisterGauge(gauge) }
         if let histogram = handler as? ValueHistogram { registry.unregisterValueHistogram(histogram) }
     }
 
-    func destroyMeter(_ handler: any MeterHandler) {
+    public func destroyMeter(_ handler: any MeterHandler) {
         if let gauge = handler as? Prometheus.Gauge { registry.unregisterGauge(gauge) }
     }
 
-    func destroyTimer(_ handler: any TimerHandler) {
+    public func destroyTimer(_ handler: any TimerHandler) {
         if let histogram = handler as? DurationHistogram { registry.unregisterDurationHistogram(histogram) }
     }
 }

@@ -39,7 +39,7 @@ public struct CLIError: Error, CustomStringConvertible, Sendable {
 
 extension CLIError {
     /// Turns any error into the one line `courier` prints, without secrets.
-    static func describe(_ error: any Error) -> String {
+    package static func describe(_ error: any Error) -> String {
         switch error {
         case let error as CLIError: return error.message
         case let error as PostgresError:

@@ -2,30 +2,33 @@ import ArgumentParser
 import CourierCore
 import Foundation
 import Postgres
+import CourierCLISupport
 
 /// Flags of the `scale`, `soak` and `scaleout` scenarios of `courier bench`.
-struct ScaleOptions: ParsableArguments {
-    @Option(help: "Scale: finished jobs (each with an attempt row) kept as history (default 5000000).")
-    var history: Int = 5_000_000
-    @Option(help: "Scale: jobs due at once, drained with and without the history (default 500000).")
-    var due: Int = 500_000
-    @Option(name: .customLong("soak-rate"), help: "Soak: jobs enqueued per second (default 3000).")
-    var soakRate: Int = 3000
-    @Option(name: .customLong("soak-duration"), help: "Soak: how long to enqueue (default 10m).")
-    var soakDuration: String = "10m"
-    @Option(name: .customLong("soak-retention"), help: "Soak: the worker's --retention (default 1m).")
-    var soakRetention: String = "1m"
-    @Option(name: .customLong("worker-processes"), help: "Scaleout: comma-separated worker process counts (default 1,2,4).")
-    var workerProcesses: String = "1,2,4"
+package struct ScaleOptions: ParsableArguments {
+    package init() {}
 
-    func validate() throws {
+    @Option(help: "Scale: finished jobs (each with an attempt row) kept as history (default 5000000).")
+    package var history: Int = 5_000_000
+    @Option(help: "Scale: jobs due at once, drained with and without the history (default 500000).")
+    package var due: Int = 500_000
+    @Option(name: .customLong("soak-rate"), help: "Soak: jobs enqueued per second (default 3000).")
+    package var soakRate: Int = 3000
+    @Option(name: .customLong("soak-duration"), help: "Soak: how long to enqueue (default 10m).")
+    package var soakDuration: String = "10m"
+    @Option(name: .customLong("soak-retention"), help: "Soak: the worker's --retention (default 1m).")
+    package var soakRetention: String = "1m"
+    @Option(name: .customLong("worker-processes"), help: "Scaleout: comma-separated worker process counts (default 1,2,4).")
+    package var workerProcesses: String = "1,2,4"
+
+    package func validate() throws {
         if history < 0 || history > 100_000_000 { throw CLIError.usage("--history must be between 0 and 100000000") }
         if due < 1 || due > 10_000_000 { throw CLIError.usage("--due must be between 1 and 10000000") }
         if soakRate < 1 || soakRate > 50_000 { throw CLIError.usage("--soak-rate must be between 1 and 50000") }
         _ = try processCounts()
     }
 
-    func processCounts() throws -> [Int] {
+    package func processCounts() throws -> [Int] {
         let counts = workerProcesses.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
         guard !counts.isEmpty, counts.allSatisfy({ ($0 ?? 0) >= 1 && ($0 ?? 0) <= 64 }) else {
             throw CLIError.usage("--worker-processes: give counts between 1 and 64, e.g. 1,2,4")
@@ -42,7 +45,7 @@ extension BenchRunner {
     /// number again. Before each drain the benchmark times 200 claims of 100 (given back at
     /// once); while it runs, it claims (and completes) a batch of 100 itself every 50 ms or so and
     /// times those claims too; after the load it times `courier.queue_stats`.
-    func scale(history: Int, due: Int) throws -> [BenchResult] {
+    package func scale(history: Int, due: Int) throws -> [BenchResult] {
         let queue = "bench-scale"
         let historyQueue = "bench-history"
         say("scale: drain \(Output.count(due)) jobs on an empty table...")
@@ -58,24 +61,23 @@ extension BenchRunner {
         let step = history > 0 ? span * 1000 / Double(history) : 0
         while loaded < history {
             let n = min(chunk, history - loaded)
-            _ = try connection.query(
+            try connection.run(
                 BenchStatements.loadFinished,
-                [historyQueue, sink.baseURL + "/hook", BenchRunner.payload(loaded), n,
-                 span - Double(loaded) * step / 1000, step])
+                .init(queue: historyQueue, url: sink.baseURL + "/hook", body: BenchRunner.payload(loaded), count: n,
+                      firstSecondsAgo: span - Double(loaded) * step / 1000, stepMilliseconds: step))
             loaded += n
             say("  \(Output.count(loaded)) loaded (\(Int(Double(loaded) / Date().timeIntervalSince(loadStarted)))/s)")
         }
         let loadSeconds = Date().timeIntervalSince(loadStarted)
-        try connection.simpleQuery("VACUUM ANALYZE courier.jobs")
-        try connection.simpleQuery("VACUUM ANALYZE courier.attempts")
+        try connection.simpleQuery(BenchStatements.settleHistory.sql)
         // History accumulates over days, long since written out: flush the gigabytes the load
         // just dirtied, so the drain does not share the disk with their first write (needs a
         // superuser or pg_checkpoint; without it the drain pays for that write too).
-        try? connection.simpleQuery("CHECKPOINT")
+        try? connection.simpleQuery(BenchStatements.checkpoint.sql)
         let statsTimes = try timeStatement(BenchStatements.queueStats, times: 20)
         let oldStatsTimes = try timeStatement(BenchStatements.countEveryRow, times: 3)
         var full = try scaleDrain(name: "scale", queue: queue, due: due, queueStatsWhileDue: true)
-        let sizes = try connection.query(BenchStatements.soakSample, [historyQueue, 0.0])[0]
+        let sizes = try connection.run(BenchStatements.soakSample, (queue: historyQueue, staleAfterSeconds: 0.0))[0]
         let bytes = try (0..<4).map { try sizes.decode($0, as: Int.self) }.reduce(0, +)
         let fraction = full.rate / max(empty.rate, 1e-9)
         full.detail += String(
@@ -100,7 +102,7 @@ extension BenchRunner {
         try store.setPaused(queue, true)
         _ = try store.importJobs(makeJobs(due, path: "/hook", queue: queue), skipInvalid: false)
         // As autovacuum would within a minute of such a load.
-        try connection.simpleQuery("ANALYZE courier.jobs")
+        try connection.simpleQuery(BenchStatements.analyzeJobs.sql)
         var statsWhileDue: [Double] = []
         if queueStatsWhileDue { statsWhileDue = try timeStatement(BenchStatements.queueStats, times: 20) }
         let probe = try PostgresConnection(databaseURL, applicationName: "courier-bench-probe")
@@ -123,7 +125,7 @@ extension BenchRunner {
         let before = process.stats
         let started = Date()
         try store.setPaused(queue, false)
-        _ = try connection.query(BenchStatements.wake, [queue])
+        _ = try connection.run(BenchStatements.wake, queue)
         var claimTimes: [Double] = []
         var lastProbe = Date.distantPast
         let finished = try waitForSucceeded(queue, count: due, started: started, sample: {
@@ -166,7 +168,7 @@ extension BenchRunner {
     /// retention). After the traffic: waits until every job is delivered, reports the stale rows
     /// 30 s later, then writes a backlog of stale jobs at once and times how fast the worker
     /// removes it: its removal capacity, against the enqueue rate.
-    func soak(rate: Int, seconds: Double, retention: Double) throws -> BenchResult {
+    package func soak(rate: Int, seconds: Double, retention: Double) throws -> BenchResult {
         let queue = "bench-soak"
         say("soak: \(Output.count(rate)) jobs/s for \(Output.duration(seconds)), worker --retention \(Output.duration(retention))...")
         try reset(queue)
@@ -191,7 +193,7 @@ extension BenchRunner {
         }
         say(line(["TIME", "JOBS", "JOBS IDX", "ATTEMPTS", "ATT IDX", "TOTAL", "ROWS", "IN/S", "OUT/S", "STALE"]))
         func sample(_ at: Double) throws {
-            let row = try connection.query(BenchStatements.soakSample, [queue, retention])[0]
+            let row = try connection.run(BenchStatements.soakSample, (queue: queue, staleAfterSeconds: retention))[0]
             let sizes = try (0..<4).map { try row.decode($0, as: Int.self) }
             let rows: Int = try row.decode(4)
             let stale: Int = try row.decode(5)
@@ -212,7 +214,7 @@ extension BenchRunner {
             if elapsed >= seconds { break }
             let target = Int(min(elapsed + tick, seconds) / tick * perTick)
             if target > enqueued {
-                let n: Int = try connection.queryCached(BenchStatements.enqueueMany, [url, body, queue, target - enqueued])[0].decode(0)
+                let n: Int = try connection.run(BenchStatements.enqueueMany, (url: url, body: body, queue: queue, count: target - enqueued))[0].decode(0)
                 enqueued += n
             }
             if elapsed >= nextSample {
@@ -226,7 +228,7 @@ extension BenchRunner {
         guard process.isRunning else { throw CLIError("soak: the worker exited during the run") }
         // Every job delivered: nothing left waiting or running.
         while true {
-            let unfinished: Bool = try connection.queryCached(BenchStatements.hasUnfinished, [queue])[0].decode(0)
+            let unfinished: Bool = try connection.run(BenchStatements.hasUnfinished, queue)[0].decode(0)
             if !unfinished { break }
             if Date().timeIntervalSince(started) > trafficSeconds + timeout {
                 throw CLIError("soak: jobs still unfinished \(Output.duration(timeout)) after the traffic stopped")
@@ -234,11 +236,11 @@ extension BenchRunner {
             Thread.sleep(forTimeInterval: 0.1)
         }
         let deliveredAt = Date().timeIntervalSince(started)
-        let notSucceeded: Int = try connection.query(BenchStatements.notSucceeded, [queue])[0].decode(0)
+        let notSucceeded: Int = try connection.run(BenchStatements.notSucceeded, queue)[0].decode(0)
         let after = process.stats
         let stopWait = trafficSeconds + 30 - Date().timeIntervalSince(started)
         if stopWait > 0 { Thread.sleep(forTimeInterval: stopWait) }
-        let staleAfter30: Int = try connection.query(BenchStatements.soakSample, [queue, retention])[0].decode(5)
+        let staleAfter30: Int = try connection.run(BenchStatements.soakSample, (queue: queue, staleAfterSeconds: retention))[0].decode(5)
         try sample(Date().timeIntervalSince(started))
 
         // Capacity: a backlog of stale jobs (30 s of traffic, at least 50,000, with their attempt
@@ -251,15 +253,17 @@ extension BenchRunner {
         var loaded = 0
         while loaded < backlog {
             let n = min(250_000, backlog - loaded)
-            _ = try connection.query(
-                BenchStatements.loadFinished, [backlogQueue, url, body, n, 30.0 * 86_400, 0.001])
+            try connection.run(
+                BenchStatements.loadFinished,
+                .init(queue: backlogQueue, url: url, body: body, count: n, firstSecondsAgo: 30.0 * 86_400,
+                      stepMilliseconds: 0.001))
             loaded += n
         }
         let removalStarted = Date()
         var first: (at: Date, rows: Int)?
         var capacity = 0.0
         while true {
-            let rows: Int = try connection.queryCached(BenchStatements.queueJobs, [backlogQueue])[0].decode(0)
+            let rows: Int = try connection.run(BenchStatements.queueJobs, backlogQueue)[0].decode(0)
             if first == nil && rows < backlog { first = (Date(), rows) }
             if rows == 0, let first {
                 capacity = Double(first.rows) / max(Date().timeIntervalSince(first.at), 1e-9)
@@ -291,7 +295,7 @@ extension BenchRunner {
 
     /// The drain of `jobs` jobs by 1, 2, 4... `courier worker` processes of the benchmark's
     /// settings, against the one PostgreSQL: where the database becomes the limit.
-    func scaleout(jobs: Int, processes counts: [Int]) throws -> [BenchResult] {
+    package func scaleout(jobs: Int, processes counts: [Int]) throws -> [BenchResult] {
         let queue = "bench-scaleout"
         var results: [BenchResult] = []
         let store = AdminStore(connection: connection)
@@ -305,7 +309,7 @@ extension BenchRunner {
             let before = processes.map(\.stats)
             let started = Date()
             try store.setPaused(queue, false)
-            _ = try connection.query(BenchStatements.wake, [queue])
+            _ = try connection.run(BenchStatements.wake, queue)
             let finished = try waitForSucceeded(queue, count: jobs, started: started)
             let after = processes.map(\.stats)
             let cpu = zip(before, after).reduce(0.0) { sum, pair in
@@ -320,10 +324,10 @@ extension BenchRunner {
     }
 
     /// Runs `sql` `times` times and returns each duration in milliseconds.
-    private func timeStatement(_ sql: String, times: Int) throws -> [Double] {
+    private func timeStatement(_ statement: Statement<Void>, times: Int) throws -> [Double] {
         try (0..<times).map { _ in
             let t0 = DispatchTime.now().uptimeNanoseconds
-            _ = try connection.query(sql)
+            try connection.run(statement)
             return Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6
         }
     }

@@ -7,8 +7,8 @@ import Foundation
 /// Undoes what a command started (a throwaway cluster, a worker process) when the command is
 /// interrupted with Ctrl-C or stopped with SIGTERM, so `courier demo` and `courier bench` never
 /// leave a PostgreSQL server or a worker behind. Normal exits clean up through `defer`.
-final class SignalCleanup: @unchecked Sendable {
-    static let shared = SignalCleanup()
+package final class SignalCleanup: @unchecked Sendable {
+    package static let shared = SignalCleanup()
 
     private let lock = NSLock()
     private var actions: [Int: () -> Void] = [:]
@@ -19,7 +19,7 @@ final class SignalCleanup: @unchecked Sendable {
     private init() {}
 
     /// Runs `action` if the process is interrupted before `remove` is called with the key.
-    func add(_ action: @escaping () -> Void) -> Int {
+    package func add(_ action: @escaping () -> Void) -> Int {
         lock.withLock {
             installIfNeeded()
             nextKey += 1
@@ -29,17 +29,17 @@ final class SignalCleanup: @unchecked Sendable {
     }
 
     /// Forgets an action (its owner cleaned up normally).
-    func remove(_ key: Int) {
+    package func remove(_ key: Int) {
         _ = lock.withLock { actions.removeValue(forKey: key) }
     }
 
     /// Whether an interruption is being cleaned up: the command's own failures that follow
     /// (a connection closed under it) are not worth reporting.
-    var isCleaning: Bool { lock.withLock { cleaning } }
+    package var isCleaning: Bool { lock.withLock { cleaning } }
 
     /// Called before the process exits normally: while a cleanup runs, waits for it to end
     /// the process itself, so the exit cannot cut it short.
-    func waitIfCleaning() {
+    package func waitIfCleaning() {
         while isCleaning { sleep(1) }
     }
 

@@ -1,10 +1,12 @@
 import Foundation
+import RetryClient
 
 /// A test seam: a transport whose answers come from a closure, recording every request.
 ///
 /// The URLProtocol idea: production code stays unchanged, the handler inspects each request and
-/// returns a response or throws a ``TransportError``. Shipped in the library so every test
-/// target can reuse it; production code never creates one.
+/// returns a response or throws a `TransportError`. It ships in its own library,
+/// `RetryClientTesting`, so users of `RetryClient` can test their code with it without putting
+/// a test double into their product.
 public final class StubTransport: HTTPTransport, @unchecked Sendable {
     /// Answers request number `callIndex` (0-based, in arrival order).
     public typealias Handler =

@@ -4,6 +4,7 @@ import CourierWorker
 import Foundation
 import Logging
 import Postgres
+import CourierCLISupport
 
 #if canImport(Glibc)
     import Glibc
@@ -14,8 +15,8 @@ import Postgres
 /// Built-in paths: `/hook` answers 200; `/flaky` answers 503 to the first attempt of 30% of
 /// jobs (chosen by job id) and 200 otherwise; `/slow` answers 200 after one second, `/hold5`
 /// after five; `/fail` answers 500.
-final class BenchSink {
-    let baseURL: String
+package final class BenchSink {
+    package let baseURL: String
     private let sink: HTTPSink?
 
     private init(baseURL: String, sink: HTTPSink?) {
@@ -23,7 +24,7 @@ final class BenchSink {
         self.sink = sink
     }
 
-    static func start(external: String?) throws -> BenchSink {
+    package static func start(external: String?) throws -> BenchSink {
         if let external {
             return BenchSink(baseURL: external.hasSuffix("/") ? String(external.dropLast()) : external, sink: nil)
         }
@@ -51,28 +52,28 @@ final class BenchSink {
         return BenchSink(baseURL: sink.baseURL, sink: sink)
     }
 
-    func shutdown() {
+    package func shutdown() {
         if let sink { _ = try? blockingAwait { await sink.shutdown() } }
     }
 }
 
 /// Runs the scenarios of `courier bench`.
-struct BenchRunner {
-    let databaseURL: String
-    let connection: PostgresConnection
-    let sink: BenchSink
-    let timeout: Double
+package struct BenchRunner {
+    package let databaseURL: String
+    package let connection: PostgresConnection
+    package let sink: BenchSink
+    package let timeout: Double
     /// Flags every benchmark worker gets.
-    let worker: [String]
-    let loops: Int
-    let batchSize: Int
-    let concurrency: Int
-    let say: (String) -> Void
+    package let worker: [String]
+    package let loops: Int
+    package let batchSize: Int
+    package let concurrency: Int
+    package let say: (String) -> Void
 
     private var store: AdminStore { AdminStore(connection: connection) }
 
     /// A ~200-byte JSON event.
-    static func payload(_ n: Int) -> [UInt8] {
+    package static func payload(_ n: Int) -> [UInt8] {
         let text = #"{"type":"invoice.paid","id":"evt_\#(String(format: "%010d", n))","created":1764000000,"#
             + #""data":{"invoice":"in_1Q2w3E4r5T6y7U8i","customer":"cus_9O8i7U6y5T4r","amount_due":4200,"currency":"eur","status":"paid"}}"#
         return Array(text.utf8)
@@ -80,7 +81,7 @@ struct BenchRunner {
 
     /// `count` jobs for `path` on the sink; with `hosts`, job n goes to host name
     /// `h<n % hosts>.localhost` on the sink's port (the worker resolves them with --resolve).
-    func makeJobs(
+    package func makeJobs(
         _ count: Int, path: String, queue: String, retrySchedule: [Double]? = nil, hosts: Int? = nil
     ) -> [[(Int, NewJob)]] {
         var pieces: [[(Int, NewJob)]] = []
@@ -102,20 +103,20 @@ struct BenchRunner {
     }
 
     /// Clears a scenario's queue so reruns against the same database start empty.
-    func reset(_ queue: String) throws {
-        _ = try connection.query(BenchStatements.resetQueue, [queue])
+    package func reset(_ queue: String) throws {
+        _ = try connection.run(BenchStatements.resetQueue, queue)
     }
 
     /// The sink under host name `h<n>.localhost`.
-    func hostURL(_ n: Int) -> String {
+    package func hostURL(_ n: Int) -> String {
         let port = URLComponents(string: sink.baseURL)?.port ?? 80
         return "http://h\(n).localhost:\(port)"
     }
 
     /// Worker flags that send every `*.localhost` name to the sink.
-    static let resolveLocalhost = ["--resolve", "*.localhost=127.0.0.1"]
+    package static let resolveLocalhost = ["--resolve", "*.localhost=127.0.0.1"]
 
-    func startWorker(queue: String, extra: [String] = []) throws -> WorkerProcess {
+    package func startWorker(queue: String, extra: [String] = []) throws -> WorkerProcess {
         let log = NSTemporaryDirectory() + "courier-bench-worker-\(getpid()).log"
         let process = try WorkerProcess(
             arguments: ["--database-url", databaseURL, "--queues", queue] + worker + extra, logPath: log)
@@ -129,12 +130,12 @@ struct BenchRunner {
     }
 
     /// Waits until `count` jobs of `queue` succeeded; returns when, or throws after the timeout.
-    func waitForSucceeded(_ queue: String, count: Int, started: Date, sample: (() -> Void)? = nil) throws -> Date {
+    package func waitForSucceeded(_ queue: String, count: Int, started: Date, sample: (() -> Void)? = nil) throws -> Date {
         while true {
-            let unfinished: Bool = try connection.queryCached(BenchStatements.hasUnfinished, [queue])[0].decode(0)
+            let unfinished: Bool = try connection.run(BenchStatements.hasUnfinished, queue)[0].decode(0)
             if !unfinished {
                 let finished = Date()
-                let done: Int = try connection.queryCached(BenchStatements.succeededCount, [queue])[0].decode(0)
+                let done: Int = try connection.run(BenchStatements.succeededCount, queue)[0].decode(0)
                 guard done == count else {
                     throw CLIError("benchmark queue \(queue): \(count - done) of \(count) jobs did not succeed")
                 }
@@ -165,13 +166,13 @@ struct BenchRunner {
         let before = process.stats
         let started = Date()
         try store.setPaused(queue, false)
-        _ = try connection.query(BenchStatements.wake, [queue])
+        _ = try connection.run(BenchStatements.wake, queue)
         let finished = try waitForSucceeded(queue, count: jobs, started: started, sample: sample.map { f in { f(process) } })
         let after = process.stats
         let counters = BenchMetrics.scrape(port: metricsPort)
         let seconds = finished.timeIntervalSince(started)
         let cpu = cpuPerThousand(before, after, jobs: jobs)
-        let attempts: Int = try connection.query(BenchStatements.attemptCount, [queue])[0].decode(0)
+        let attempts: Int = try connection.run(BenchStatements.attemptCount, queue)[0].decode(0)
         var result = BenchResult(name: name, jobs: jobs, seconds: seconds, cpuPerThousand: cpu, peakRSS: after?.peakRSS, detail: "")
         result.extra["attempts"] = attempts
         result.extra["enqueue_seconds"] = (enqueueSeconds * 1000).rounded() / 1000
@@ -193,7 +194,7 @@ struct BenchRunner {
     }
 
     /// One fast host; `perHostLimit` nil runs the worker with its default.
-    func drain(jobs: Int, perHostLimit: Int? = nil) throws -> BenchResult {
+    package func drain(jobs: Int, perHostLimit: Int? = nil) throws -> BenchResult {
         let name = perHostLimit.map { "drain-limit\($0)" } ?? "drain"
         say("\(name): \(Output.count(jobs)) jobs to one host...")
         var (result, enqueueSeconds) = try drainLike(
@@ -204,7 +205,7 @@ struct BenchRunner {
     }
 
     /// The jobs spread over `hosts` host names, all on the sink.
-    func fanout(jobs: Int, hosts: Int) throws -> BenchResult {
+    package func fanout(jobs: Int, hosts: Int) throws -> BenchResult {
         say("fanout: \(Output.count(jobs)) jobs over \(Output.count(hosts)) hosts...")
         var (result, _) = try drainLike(
             name: "fanout", queue: "bench-fanout", jobs: jobs, path: "/hook", retrySchedule: nil,
@@ -217,13 +218,13 @@ struct BenchRunner {
     /// Jobs at `rate` per second to 20 healthy hosts for `seconds`, first alone, then with as
     /// many again to a host that answers 500 to everything: the healthy hosts' enqueue->start
     /// latency in both runs, and what the failing host cost.
-    func failingHost(rate: Int, seconds: Double) throws -> BenchResult {
+    package func failingHost(rate: Int, seconds: Double) throws -> BenchResult {
         let healthyQueue = "bench-fh-healthy"
         let failingQueue = "bench-fh-failing"
         let count = max(1, Int(Double(rate) * seconds))
         say("failing-host: \(Output.count(count)) jobs at \(rate)/s to 20 healthy hosts, without and with a failing host...")
         try reset(failingQueue)
-        try connection.query(BenchStatements.resetDestination, ["failing.localhost"])
+        try connection.run(BenchStatements.resetDestination, "failing.localhost")
         let process = try startWorker(queue: "\(healthyQueue),\(failingQueue)", extra: Self.resolveLocalhost)
         defer { process.stop() }
         let port = URLComponents(string: sink.baseURL)?.port ?? 80
@@ -238,14 +239,14 @@ struct BenchRunner {
                 if withFailing { try enqueueOne(url: "http://failing.localhost:\(port)/fail", queue: failingQueue, n: n) }
             }
             _ = try waitForSucceeded(healthyQueue, count: count, started: started)
-            return try connection.query(BenchStatements.latencies, [healthyQueue]).rows.map { try $0.decode(0) }.sorted()
+            return try connection.run(BenchStatements.latencies, healthyQueue).rows.map { try $0.decode(0) }.sorted()
         }
         let alone = try run(withFailing: false)
         let started = Date()
         let beside = try run(withFailing: true)
         let elapsed = Date().timeIntervalSince(started)
-        let failingAttempts: Int = try connection.query(BenchStatements.attemptCount, [failingQueue])[0].decode(0)
-        let breaker: String = try connection.query(BenchStatements.breakerState, ["failing.localhost"])[0].decode(0)
+        let failingAttempts: Int = try connection.run(BenchStatements.attemptCount, failingQueue)[0].decode(0)
+        let breaker: String = try connection.run(BenchStatements.breakerState, "failing.localhost")[0].decode(0)
         func p99(_ values: [Double]) -> Double {
             values.isEmpty ? 0 : values[min(values.count - 1, Int((0.99 * Double(values.count - 1)).rounded()))]
         }
@@ -269,13 +270,10 @@ struct BenchRunner {
         job.queue = queue
         job.body = Self.payload(n)
         job.headers = [("Content-Type", "application/json")]
-        _ = try connection.queryCached(
-            AdminStatements.enqueueOne,
-            [job.url, job.body, job.method, PostgresJSON(job.headersJSON), job.queue, job.runAt, job.maxAttempts,
-             job.idempotencyKey, job.priority, job.delaySeconds, job.retrySchedule.map { PostgresArray($0) }])
+        try connection.run(AdminStatements.enqueueOne, job)
     }
 
-    func flaky(jobs: Int) throws -> BenchResult {
+    package func flaky(jobs: Int) throws -> BenchResult {
         say("flaky: \(Output.count(jobs)) jobs, 30% of first attempts fail...")
         var (result, _) = try drainLike(name: "flaky", queue: "bench-flaky", jobs: jobs, path: "/flaky", retrySchedule: [1])
         let attempts = result.extra["attempts"] as? Int ?? 0
@@ -283,7 +281,7 @@ struct BenchRunner {
         return result
     }
 
-    func inflight(jobs: Int, concurrency: Int) throws -> BenchResult {
+    package func inflight(jobs: Int, concurrency: Int) throws -> BenchResult {
         say("inflight: \(Output.count(jobs)) jobs held 1 s each, \(concurrency) in flight...")
         var maxRunning = 0
         let counter = UncheckedBox(0)
@@ -293,8 +291,7 @@ struct BenchRunner {
             sample: { _ in
                 counter.value += 1
                 if counter.value % 5 == 0,
-                   let running: Int = try? connection.query(
-                       "SELECT count(*) FROM courier.jobs WHERE queue = 'bench-inflight' AND state = 'running'")[0].decode(0)
+                   let running: Int = try? connection.run(BenchStatements.running, "bench-inflight")[0].decode(0)
                 {
                     maxRunning = max(maxRunning, running)
                 }
@@ -307,7 +304,7 @@ struct BenchRunner {
     /// Every slot of the worker waits on a receiver that answers after 5 s (about 40
     /// deliveries/s with 200 slots): what a worker costs while it has nothing to do but wait.
     /// Measures the worker's CPU over `seconds` once every slot is busy.
-    func saturated(seconds: Double) throws -> BenchResult {
+    package func saturated(seconds: Double) throws -> BenchResult {
         let queue = "bench-saturated"
         let slots = concurrency
         // Enough to keep every slot busy for the warm-up and the whole window, and then some.
@@ -319,16 +316,16 @@ struct BenchRunner {
         let process = try startWorker(queue: queue, extra: ["--per-host-limit", String(slots)])
         defer { process.stop() }
         try store.setPaused(queue, false)
-        _ = try connection.query(BenchStatements.wake, [queue])
+        _ = try connection.run(BenchStatements.wake, queue)
         // Warm up: every slot taken and the first answers back.
         Thread.sleep(forTimeInterval: 6)
         let before = process.stats
-        let doneBefore: Int = try connection.queryCached(BenchStatements.succeededCount, [queue])[0].decode(0)
+        let doneBefore: Int = try connection.run(BenchStatements.succeededCount, queue)[0].decode(0)
         let started = Date()
         Thread.sleep(forTimeInterval: seconds)
         let after = process.stats
         let elapsed = Date().timeIntervalSince(started)
-        let doneAfter: Int = try connection.queryCached(BenchStatements.succeededCount, [queue])[0].decode(0)
+        let doneAfter: Int = try connection.run(BenchStatements.succeededCount, queue)[0].decode(0)
         guard process.isRunning else { throw CLIError("saturated: the worker exited during the run") }
         let delivered = doneAfter - doneBefore
         let cpu = (after?.cpuSeconds ?? 0) - (before?.cpuSeconds ?? 0)
@@ -344,7 +341,7 @@ struct BenchRunner {
         return result
     }
 
-    func latency(rate: Int, seconds: Double) throws -> BenchResult {
+    package func latency(rate: Int, seconds: Double) throws -> BenchResult {
         let queue = "bench-latency"
         let count = max(1, Int(Double(rate) * seconds))
         say("latency: \(Output.count(count)) jobs at \(rate)/s into an idle worker...")
@@ -363,7 +360,7 @@ struct BenchRunner {
         let after = process.stats
         var starts: [Double] = []
         var dones: [Double] = []
-        for row in try connection.query(BenchStatements.latencies, [queue]).rows {
+        for row in try connection.run(BenchStatements.latencies, queue).rows {
             starts.append(try row.decode(0))
             dones.append(try row.decode(1))
         }
@@ -393,7 +390,7 @@ struct BenchRunner {
     /// (attempt rows included), no HTTP, on enough connections to keep the server busy (two per
     /// core, or the worker's loops if more): one connection alone mostly waits for round trips
     /// and commits, which would understate the ceiling.
-    func databaseCeiling(jobs: Int) throws -> BenchResult {
+    package func databaseCeiling(jobs: Int) throws -> BenchResult {
         let connections = max(loops, 2 * ProcessInfo.processInfo.activeProcessorCount)
         let queue = "bench-ceiling-db"
         say("ceiling-db: \(Output.count(jobs)) jobs, claim and complete only...")
@@ -443,7 +440,7 @@ struct BenchRunner {
 
     /// What HTTP allows: the worker's HTTP client sending the same requests to the sink,
     /// `concurrency` at once, no database.
-    func httpCeiling(jobs: Int) throws -> BenchResult {
+    package func httpCeiling(jobs: Int) throws -> BenchResult {
         say("ceiling-http: \(Output.count(jobs)) requests, no database...")
         var configuration = HTTPDelivererConfiguration()
         configuration.allowPrivateTargets = true
@@ -488,17 +485,17 @@ struct BenchRunner {
 }
 
 /// Worker CPU seconds per 1,000 jobs between two readings.
-func cpuPerThousand(_ before: ProcessStats?, _ after: ProcessStats?, jobs: Int) -> Double? {
+package func cpuPerThousand(_ before: ProcessStats?, _ after: ProcessStats?, jobs: Int) -> Double? {
     guard let before, let after, jobs > 0 else { return nil }
     return (after.cpuSeconds - before.cpuSeconds) / Double(jobs) * 1000
 }
 
 /// A shared counter handing out indexes to concurrent senders.
-final class Counter: @unchecked Sendable {
+package final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     private var value = 0
 
-    func take() -> Int {
+    package func take() -> Int {
         lock.withLock {
             defer { value += 1 }
             return value

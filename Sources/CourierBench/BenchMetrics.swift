@@ -1,4 +1,5 @@
 import Foundation
+import CourierCLISupport
 
 #if canImport(Glibc)
     import Glibc
@@ -7,10 +8,10 @@ import Foundation
 /// Reads a benchmark worker's Prometheus counters (`courier worker --metrics-port`), so the
 /// bench can print what the worker did, not only what the database shows: claims made, jobs
 /// claimed, jobs given back.
-enum BenchMetrics {
+package enum BenchMetrics {
     /// The unlabelled samples of `127.0.0.1:port/metrics` by metric name (labelled series are
     /// summed under their name); empty when the endpoint cannot be read.
-    static func scrape(port: Int) -> [String: Double] {
+    package static func scrape(port: Int) -> [String: Double] {
         guard let text = get(port: port, path: "/metrics") else { return [:] }
         var values: [String: Double] = [:]
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {
@@ -24,7 +25,7 @@ enum BenchMetrics {
     }
 
     /// One HTTP/1.1 GET with `Connection: close` on loopback; the body, or nil.
-    static func get(port: Int, path: String) -> String? {
+    package static func get(port: Int, path: String) -> String? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

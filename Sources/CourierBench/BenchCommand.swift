@@ -5,6 +5,7 @@ import CourierWorker
 import Foundation
 import Logging
 import Postgres
+import CourierCLISupport
 
 #if canImport(Glibc)
     import Glibc
@@ -12,8 +13,10 @@ import Postgres
 
 /// `courier bench`: end-to-end throughput, latency and cost of the real worker path, next to
 /// the ceilings of the same machine (PostgreSQL alone, HTTP alone), measured in one run.
-struct BenchCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct BenchCommand: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure throughput, latency and cost against this machine's own ceilings.",
         discussion: """
@@ -52,31 +55,31 @@ struct BenchCommand: ParsableCommand {
     )
 
     @Option(name: .customLong("database-url"), help: "Benchmark this database instead of a throwaway cluster (it gets bench-* queues).")
-    var databaseURL: String?
+    package var databaseURL: String?
     @Option(name: .customLong("sink-url"), help: "Send to this HTTP endpoint instead of the built-in sink (flaky and inflight need the built-in sink).")
-    var sinkURL: String?
+    package var sinkURL: String?
     @Option(help: "Comma-separated scenarios (default drain,drain-limit200,fanout,failing-host,latency,flaky,ceilings,inflight).")
-    var scenarios: String = "drain,drain-limit200,fanout,failing-host,latency,flaky,ceilings,inflight"
+    package var scenarios: String = "drain,drain-limit200,fanout,failing-host,latency,flaky,ceilings,inflight"
     @Option(help: "Jobs in drain, flaky and each ceiling (default 50000).")
-    var jobs: Int = 50_000
+    package var jobs: Int = 50_000
     @Option(help: "Latency: jobs enqueued per second (default 200).")
-    var rate: Int = 200
+    package var rate: Int = 200
     @Option(help: "Latency: how long to enqueue (default 20s).")
-    var duration: String = "20s"
+    package var duration: String = "20s"
     @Option(help: "Worker deliveries in flight (default 200, the worker's default).")
-    var concurrency: Int = 200
+    package var concurrency: Int = 200
     @Option(help: "Worker claim loops (default 1, the worker's default).")
-    var loops: Int = 1
+    package var loops: Int = 1
     @Option(name: .customLong("batch-size"), help: "Worker claim batch (default 100, the worker's default).")
-    var batchSize: Int = 100
+    package var batchSize: Int = 100
     @Option(name: .customLong("per-host-limit"), help: "Worker --per-host-limit (default: the worker's default, 100).")
-    var perHostLimit: Int?
+    package var perHostLimit: Int?
     @Option(help: "Give up on a scenario after this long (default 300s).")
-    var timeout: String = "300s"
-    @OptionGroup var output: OutputOptions
-    @OptionGroup var scale: ScaleOptions
+    package var timeout: String = "300s"
+    @OptionGroup package var output: OutputOptions
+    @OptionGroup package var scale: ScaleOptions
 
-    func validate() throws {
+    package func validate() throws {
         let known: Set<String> = [
             "drain", "drain-limit200", "fanout", "failing-host", "latency", "flaky", "ceilings", "inflight", "saturated",
             "scale", "soak", "scaleout",
@@ -91,9 +94,9 @@ struct BenchCommand: ParsableCommand {
         }
     }
 
-    var scenarioList: [String] { scenarios.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+    package var scenarioList: [String] { scenarios.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
 
-    func run() throws {
+    package func run() throws {
         let limit = try parseDuration(timeout, flag: "--timeout")
         let latencySeconds = try parseDuration(duration, flag: "--duration")
         let say: (String) -> Void = { line in if !output.json { print(line) } else { Output.stderr(line + "\n") } }
@@ -114,7 +117,7 @@ struct BenchCommand: ParsableCommand {
         let connection = try PostgresConnection(url, applicationName: "courier-bench")
         defer { connection.close() }
         try Migrator(logger: Logger(label: "courier.bench", factory: { _ in SwiftLogNoOpLogHandler() })).migrate(connection)
-        let settings = try connection.query(BenchStatements.serverSettings)[0]
+        let settings = try connection.run(BenchStatements.serverSettings)[0]
 
         let sink = try BenchSink.start(external: sinkURL)
         defer { sink.shutdown() }
@@ -200,18 +203,18 @@ struct BenchCommand: ParsableCommand {
 }
 
 /// The numbers of one scenario.
-struct BenchResult {
-    var name: String
-    var jobs: Int
-    var seconds: Double
-    var cpuPerThousand: Double?
-    var peakRSS: Int?
-    var detail: String
-    var extra: [String: Any] = [:]
+package struct BenchResult {
+    package var name: String
+    package var jobs: Int
+    package var seconds: Double
+    package var cpuPerThousand: Double?
+    package var peakRSS: Int?
+    package var detail: String
+    package var extra: [String: Any] = [:]
 
-    var rate: Double { Double(jobs) / max(seconds, 1e-9) }
+    package var rate: Double { Double(jobs) / max(seconds, 1e-9) }
 
-    var json: [String: Any] {
+    package var json: [String: Any] {
         var object: [String: Any] = [
             "name": name, "jobs": jobs, "seconds": (seconds * 1000).rounded() / 1000,
             "jobs_per_second": rate.rounded(), "worker_cpu_seconds_per_1000_jobs": Output.orNull(cpuPerThousand),
@@ -223,12 +226,12 @@ struct BenchResult {
 }
 
 /// Cores, memory and CPU model, printed with the results.
-struct MachineInfo {
-    var cores: Int
-    var memoryGiB: Int
-    var cpuModel: String
+package struct MachineInfo {
+    package var cores: Int
+    package var memoryGiB: Int
+    package var cpuModel: String
 
-    static func current() -> MachineInfo {
+    package static func current() -> MachineInfo {
         let info = ProcessInfo.processInfo
         var model = "unknown CPU"
         if let text = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
@@ -244,14 +247,14 @@ struct MachineInfo {
 }
 
 /// The goals of the performance issue, checked against a run.
-enum BenchGoals {
-    struct Check {
-        var goal: String
-        var measured: String
-        var met: Bool
+package enum BenchGoals {
+    package struct Check {
+        package var goal: String
+        package var measured: String
+        package var met: Bool
     }
 
-    static func evaluate(_ results: [BenchResult]) -> [Check] {
+    package static func evaluate(_ results: [BenchResult]) -> [Check] {
         var checks: [Check] = []
         let byName = Dictionary(results.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         if let drain = byName["drain"] {

@@ -1,4 +1,3 @@
-import ArgumentParser
 import CourierCore
 import Foundation
 
@@ -7,10 +6,10 @@ import Foundation
 #endif
 
 /// Printing helpers shared by the commands: JSON, times, durations, terminals.
-enum Output {
+package enum Output {
     /// Prints a JSON value (dictionaries, arrays, strings, numbers, NSNull) on one line, keys sorted.
     /// Numbers JSON cannot hold (NaN, infinities) are printed as strings.
-    static func json(_ value: Any) throws {
+    package static func json(_ value: Any) throws {
         let data = try JSONSerialization.data(
             withJSONObject: jsonSafe(value), options: [.sortedKeys, .withoutEscapingSlashes])
         print(String(decoding: data, as: UTF8.self))
@@ -18,7 +17,7 @@ enum Output {
 
     /// `value` with every non-finite number replaced by its text: a stored `duration_ms` of
     /// `Infinity` must not stop a listing.
-    static func jsonSafe(_ value: Any) -> Any {
+    package static func jsonSafe(_ value: Any) -> Any {
         switch value {
         case let dictionary as [String: Any]: return dictionary.mapValues(jsonSafe)
         case let array as [Any]: return array.map(jsonSafe)
@@ -29,14 +28,14 @@ enum Output {
     }
 
     /// ISO 8601 in UTC with milliseconds, e.g. `2026-11-22T23:40:01.123Z`.
-    static func timestamp(_ date: Date?) -> String {
+    package static func timestamp(_ date: Date?) -> String {
         guard let date else { return "-" }
         return timestampFormatter.string(from: date)
     }
 
     /// A stored time as ISO 8601, or as the server wrote it when it is no printable date
     /// (`infinity`, year 200000); `-` for none.
-    static func timestamp(_ time: StoredTime?) -> String {
+    package static func timestamp(_ time: StoredTime?) -> String {
         guard let time else { return "-" }
         guard let date = time.date else { return Redaction.text(time.text) }
         return timestamp(date)
@@ -49,16 +48,16 @@ enum Output {
     }()
 
     /// A JSON timestamp or null.
-    static func jsonTime(_ date: Date?) -> Any { date.map { timestamp($0) } ?? NSNull() }
+    package static func jsonTime(_ date: Date?) -> Any { date.map { timestamp($0) } ?? NSNull() }
 
     /// A JSON stored time (ISO 8601, or the server's text such as `infinity`) or null.
-    static func jsonTime(_ time: StoredTime?) -> Any { time.map { timestamp($0) } ?? NSNull() }
+    package static func jsonTime(_ time: StoredTime?) -> Any { time.map { timestamp($0) } ?? NSNull() }
 
     /// A JSON value or null.
-    static func orNull(_ value: (any Sendable)?) -> Any { value ?? NSNull() }
+    package static func orNull(_ value: (any Sendable)?) -> Any { value ?? NSNull() }
 
     /// Seconds as a short human duration: `850ms`, `12s`, `5m`, `2h30m`, `3d4h`.
-    static func duration(_ seconds: Double) -> String {
+    package static func duration(_ seconds: Double) -> String {
         // Stored schedules can hold anything an interval can; beyond a million years (or not
         // finite, or negative) the number itself is the clearest display, and cannot trap.
         guard seconds.isFinite else { return seconds.isNaN ? "NaN" : seconds > 0 ? "infinite" : "-infinite" }
@@ -72,18 +71,18 @@ enum Output {
     }
 
     /// A schedule as `5s,5m,30m`, or `default`.
-    static func schedule(_ delays: [Double]?) -> String {
+    package static func schedule(_ delays: [Double]?) -> String {
         delays.map { $0.map(duration).joined(separator: ",") } ?? "default"
     }
 
     /// Cuts `text` to `limit` characters with an ellipsis.
-    static func clip(_ text: String, _ limit: Int) -> String {
+    package static func clip(_ text: String, _ limit: Int) -> String {
         text.count <= limit ? text : String(text.prefix(limit - 1)) + "…"
     }
 
     /// A single-line version of `text` (newlines and tabs as spaces, other control characters
     /// and terminal escapes removed).
-    static func oneLine(_ text: String) -> String {
+    package static func oneLine(_ text: String) -> String {
         Redaction.oneLine(text)
     }
 
@@ -93,7 +92,7 @@ enum Output {
     /// bytes that are not UTF-8 become `\xNN`, and a backslash is doubled so the escapes are
     /// unambiguous. Nothing a receiver sends can then move the cursor or recolour the
     /// operator's terminal, and the operator still sees what was there.
-    static func escaped(_ bytes: some Collection<UInt8>) -> String {
+    package static func escaped(_ bytes: some Collection<UInt8>) -> String {
         let b = Array(bytes)
         var out = ""
         out.reserveCapacity(b.count)
@@ -122,7 +121,7 @@ enum Output {
     }
 
     /// `text` escaped like `escaped(_:)` bytes.
-    static func escaped(_ text: String) -> String { escaped(Array(text.utf8)) }
+    package static func escaped(_ text: String) -> String { escaped(Array(text.utf8)) }
 
     private static func appendEscaped(_ scalar: Unicode.Scalar, to out: inout String) {
         switch scalar.value {
@@ -143,47 +142,47 @@ enum Output {
     }
 
     /// Whether standard error is a terminal (progress is shown only there).
-    static var stderrIsTerminal: Bool { isatty(2) == 1 }
+    package static var stderrIsTerminal: Bool { isatty(2) == 1 }
 
     /// Whether standard input is a terminal (confirmation prompts only there).
-    static var stdinIsTerminal: Bool { isatty(0) == 1 }
+    package static var stdinIsTerminal: Bool { isatty(0) == 1 }
 
     /// Whether standard output is a terminal.
-    static var stdoutIsTerminal: Bool { isatty(1) == 1 }
+    package static var stdoutIsTerminal: Bool { isatty(1) == 1 }
 
     /// Writes to standard error without a newline.
-    static func stderr(_ text: String) {
+    package static func stderr(_ text: String) {
         FileHandle.standardError.write(Data(text.utf8))
     }
 
     /// A number with thousands separators: 50,000.
-    static func count(_ value: Int) -> String {
+    package static func count(_ value: Int) -> String {
         value.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US_POSIX")))
     }
 }
 
 /// A one-line progress display on a terminal's stderr, redrawn at most five times a second;
 /// silent when stderr is not a terminal.
-final class ProgressLine {
+package final class ProgressLine {
     private let label: String
     private let total: Int?
     private let enabled: Bool
     private let started = Date()
     private var lastDraw = Date.distantPast
 
-    init(_ label: String, total: Int?) {
+    package init(_ label: String, total: Int?) {
         self.label = label
         self.total = total
         enabled = Output.stderrIsTerminal
     }
 
-    func update(_ done: Int) {
+    package func update(_ done: Int) {
         guard enabled, Date().timeIntervalSince(lastDraw) >= 0.2 else { return }
         lastDraw = Date()
         draw(done)
     }
 
-    func finish(_ done: Int) {
+    package func finish(_ done: Int) {
         guard enabled else { return }
         draw(done)
         Output.stderr("\n")
@@ -203,63 +202,3 @@ final class ProgressLine {
         Output.stderr(line)
     }
 }
-
-/// Asks for confirmation on a terminal when more than `threshold` ids were named at once
-/// (`dead requeue 1 2 3 ...`); changes by filter ask always (`BulkChangeOptions`).
-///
-/// - Throws: a usage error when confirmation is needed but stdin is not a terminal and `--yes`
-///   was not given, or an error (exit code 1) when the operator says no.
-func confirm(_ question: String, count: Int, threshold: Int = 10, yes: Bool) throws {
-    guard count > threshold, !yes else { return }
-    guard Output.stdinIsTerminal else {
-        throw CLIError.usage("\(question.lowercased()) needs confirmation: pass --yes (stdin is not a terminal)")
-    }
-    try askOnTerminal(question)
-}
-
-/// Parses `--since`: a duration meaning "that long ago" (`2h`, `7d`) or an ISO 8601 time.
-func parseSince(_ text: String?, flag: String = "--since") throws -> Date? {
-    guard let text else { return nil }
-    switch DurationParser.parse(text) {
-    case .seconds(let seconds): return Date().addingTimeInterval(-seconds)
-    case .missingUnit: throw CLIError.usage(DurationParser.message(text, flag: flag))
-    case .invalid: break
-    }
-    if let date = parseISO8601(text) { return date }
-    throw CLIError.usage("\(flag): \(text.debugDescription) is neither a duration (30m, 2h, 7d) nor an ISO 8601 time")
-}
-
-/// Parses an ISO 8601 time with or without fractional seconds (`2026-11-22T10:00:00Z`).
-func parseISO8601(_ text: String) -> Date? {
-    if let date = try? Date(text, strategy: .iso8601) { return date }
-    let fractional = ISO8601DateFormatter()
-    fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    return fractional.date(from: text)
-}
-
-/// Parses a duration flag or throws a usage error naming the flag.
-func parseDuration(_ text: String, flag: String) throws -> Double {
-    guard let seconds = DurationParser.seconds(text) else {
-        throw CLIError.usage(DurationParser.message(text, flag: flag))
-    }
-    return seconds
-}
-
-/// Parses a comma-separated schedule (`5s,1m,1h`).
-func parseSchedule(_ text: String, flag: String) throws -> [Double] {
-    let parts = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-    guard !parts.isEmpty else { throw CLIError.usage("\(flag): the schedule is empty (use e.g. 5s,1m,1h)") }
-    return try parts.map { try parseDuration($0, flag: flag) }
-}
-
-/// Parses job ids from arguments.
-func parseIDs(_ texts: [String]) throws -> [Int64] {
-    try texts.map { text in
-        guard let id = Int64(text), id > 0 else {
-            throw CLIError.usage("\(text.debugDescription) is not a job id (a positive integer)")
-        }
-        return id
-    }
-}
-
-extension JobState: ExpressibleByArgument {}

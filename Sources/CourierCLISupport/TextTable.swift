@@ -1,6 +1,6 @@
 /// Renders rows as a left-aligned text table; the first row is the header.
-enum TextTable {
-    static func render(_ rows: [[String]]) -> String {
+package enum TextTable {
+    package static func render(_ rows: [[String]]) -> String {
         guard let first = rows.first else { return "" }
         var widths = first.map(\.count)
         for row in rows {

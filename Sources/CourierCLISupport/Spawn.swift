@@ -8,10 +8,10 @@ import Foundation
 ///
 /// Foundation's `Process` is not used: `pg_ctl start` leaves a server behind that inherits the
 /// child's descriptors, which can keep `Process` from ever noticing the exit.
-enum Spawn {
+package enum Spawn {
     /// Starts `arguments` (the first is the executable's path) with stdin from /dev/null and
     /// stdout and stderr to `outputPath` (appended or truncated); returns the pid.
-    static func start(_ arguments: [String], outputPath: String, append: Bool) throws -> pid_t {
+    package static func start(_ arguments: [String], outputPath: String, append: Bool) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -29,7 +29,7 @@ enum Spawn {
     }
 
     /// Waits for `pid` to exit; returns its exit code (128 + signal when killed).
-    static func wait(_ pid: pid_t) -> Int32 {
+    package static func wait(_ pid: pid_t) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)

@@ -1,4 +1,4 @@
--- Courier 0007: OAuth2 client credentials per queue, and attempt rows for in-process retries.
+-- Courier 0008: OAuth2 client credentials per queue, and attempt rows for in-process retries.
 --
 --   1. A queue may carry OAuth2 client credentials (RFC 6749 §4.4): a token URL, a client id, a
 --      client secret and optionally a scope and an audience. Workers then obtain a bearer token

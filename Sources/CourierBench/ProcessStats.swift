@@ -1,17 +1,18 @@
 import Foundation
+import CourierCLISupport
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
 /// CPU time and peak memory of a process, read from /proc (Linux).
-struct ProcessStats {
+package struct ProcessStats {
     /// User plus system CPU seconds so far.
-    var cpuSeconds: Double
+    package var cpuSeconds: Double
     /// Peak resident set size in bytes (VmHWM).
-    var peakRSS: Int
+    package var peakRSS: Int
 
-    static func read(pid: pid_t) -> ProcessStats? {
+    package static func read(pid: pid_t) -> ProcessStats? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let close = stat.lastIndex(of: ")")
         else { return nil }
@@ -28,16 +29,16 @@ struct ProcessStats {
         return ProcessStats(cpuSeconds: (user + system) / ticks, peakRSS: peak)
     }
 
-    static func current() -> ProcessStats { read(pid: getpid()) ?? ProcessStats(cpuSeconds: 0, peakRSS: 0) }
+    package static func current() -> ProcessStats { read(pid: getpid()) ?? ProcessStats(cpuSeconds: 0, peakRSS: 0) }
 }
 
 /// A `courier worker` child process started by the benchmark: the real worker path, measured
 /// from outside.
-final class WorkerProcess {
-    let pid: pid_t
-    let logPath: String
+package final class WorkerProcess {
+    package let pid: pid_t
+    package let logPath: String
 
-    init(arguments: [String], logPath: String) throws {
+    package init(arguments: [String], logPath: String) throws {
         self.logPath = logPath
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let pid = try Spawn.start([executable, "worker"] + arguments, outputPath: logPath, append: true)
@@ -47,17 +48,17 @@ final class WorkerProcess {
 
     private var cleanupKey: Int?
 
-    var stats: ProcessStats? { ProcessStats.read(pid: pid) }
+    package var stats: ProcessStats? { ProcessStats.read(pid: pid) }
 
     /// Whether it is still running.
-    var isRunning: Bool {
+    package var isRunning: Bool {
         var status: Int32 = 0
         return waitpid(pid, &status, WNOHANG) == 0
     }
 
     /// SIGTERM, then waits for it to exit; returns the exit status.
     @discardableResult
-    func stop() -> Int32 {
+    package func stop() -> Int32 {
         kill(pid, SIGTERM)
         defer { if let cleanupKey { SignalCleanup.shared.remove(cleanupKey) } }
         return Spawn.wait(pid)

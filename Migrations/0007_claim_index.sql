@@ -1,0 +1,14 @@
+-- 0007: one index serves the claim, whatever the planner's statistics say.
+--
+-- Since 0005 a claim reads due jobs host by host through jobs_host_due_idx (host, priority,
+-- run_at, id). jobs_due_idx (priority, run_at, id), from 0001, served the claim before that and
+-- nothing needs it now, yet the planner could still pick it for one host's jobs, filtering the
+-- host while walking every other host's, and would do so when its statistics said few jobs were
+-- due: after a burst of enqueues into a table holding millions of finished jobs, autoanalyze
+-- waits for 2 % of the table to change. Dropping it removes that wrong choice and one index
+-- entry per enqueue and per retry. (The claim also turns sorts off in its transaction, so that
+-- jobs_queue_due_idx plus a sort is never chosen either.)
+--
+-- Nothing else reads it: the oldest due job per queue comes from jobs_queue_due_idx, and the
+-- claim's row-by-row fallback (after a row's data failed a batch) sorts the due jobs itself.
+DROP INDEX IF EXISTS courier.jobs_due_idx;

@@ -1,0 +1,99 @@
+import CourierCore
+import CourierTesting
+import Foundation
+import Postgres
+import XCTest
+
+/// The claim's cost must not depend on the planner's statistics. A table that holds many
+/// finished jobs is analyzed rarely (autoanalyze waits for 2 % of it to change), so right after
+/// a burst of enqueues the statistics say nothing is due. These tests build exactly that state
+/// and read what the claim statements did from `EXPLAIN (ANALYZE, BUFFERS)`: pages touched and
+/// whether the statement was compiled, not how long anything took.
+final class ClaimPlanTests: OwnDatabaseTestCase {
+    override var databaseLabel: String { "claimplan" }
+
+    /// The state a benchmark met: the table was analyzed while 20,000 jobs of the busy host
+    /// were due in queue `old` (beside 20,000 finished ones); those were drained and removed,
+    /// and a new queue got 20,000 due jobs of the busy host and 3 of a quiet one, not analyzed
+    /// since. The statistics say queue `live` has no jobs, so the index of a queue's due jobs
+    /// plus a sort looks cheapest, and reads all 20,003 to claim a few.
+    private func staleStatistics() throws {
+        try connection.simpleQuery(
+            """
+            INSERT INTO courier.jobs (queue, state, url, attempt, finished_at)
+            SELECT 'history', 'succeeded', 'https://busy.example/' || i, 1, now() - interval '1 hour'
+            FROM generate_series(1, 20000) AS i;
+            INSERT INTO courier.jobs (queue, url) SELECT 'old', 'https://busy.example/' || i FROM generate_series(1, 20000) AS i;
+            ANALYZE courier.jobs;
+            DELETE FROM courier.jobs WHERE queue = 'old';
+            INSERT INTO courier.jobs (queue, url) SELECT 'live', 'https://busy.example/' || i FROM generate_series(1, 20000) AS i;
+            INSERT INTO courier.jobs (queue, url) SELECT 'live', 'https://quiet.example/' || i FROM generate_series(1, 3) AS i;
+            INSERT INTO courier.destinations (host) VALUES ('busy.example'), ('quiet.example');
+            """)
+    }
+
+    /// The plan of `sql` run with the claim's settings, in a transaction that is rolled back.
+    private func explain(_ statement: String, arguments: String) throws -> [String: Any] {
+        prepared += 1
+        let name = "plan_\(prepared)"
+        try connection.prepare(name: name, sql: statement)
+        var plan: [String: Any] = [:]
+        do {
+            try connection.transaction { connection in
+                try connection.simpleQuery(WorkerStatements.claimSettings)
+                let text: String = try connection.query(
+                    "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE \(name)(\(arguments))"
+                )[0].decode(0)
+                let parsed = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]]
+                plan = parsed?.first ?? [:]
+                throw RollBack()
+            }
+        } catch is RollBack {}
+        return plan
+    }
+
+    private struct RollBack: Error {}
+    private var prepared = 0
+
+    /// The most rows any step of the plan produced (rows per loop times loops).
+    private func mostRows(_ node: [String: Any]) -> Int {
+        let rows = (node["Actual Rows"] as? NSNumber)?.intValue ?? 0
+        let loops = (node["Actual Loops"] as? NSNumber)?.intValue ?? 1
+        let children = (node["Plans"] as? [[String: Any]] ?? []).map { mostRows($0) }
+        return max(rows * loops, children.max() ?? 0)
+    }
+
+    private func mostRows(plan: [String: Any]) -> Int { mostRows(plan["Plan"] as? [String: Any] ?? [:]) }
+
+    func testClaimingAHostReadsOnlyTheJobsItTakes() throws {
+        try staleStatistics()
+        for (host, expected) in [("busy.example", 100), ("quiet.example", 3)] {
+            let plan = try explain(WorkerStatements.claimBatch, arguments: "'{live}', 'w', 100, 60000, 200, '{\(host)}'")
+            XCTAssertEqual((plan["Plan"] as? [String: Any])?["Actual Rows"] as? NSNumber, NSNumber(value: expected), host)
+            // A claim of 100 handles about 100 rows in each step; reading the queue's 20,003 due
+            // jobs (and sorting them) is the plan this guards against.
+            XCTAssertLessThanOrEqual(mostRows(plan: plan), 200, "a claim at \(host) handled \(mostRows(plan: plan)) rows")
+            XCTAssertNil(plan["JIT"], "the claim was compiled: \(plan["JIT"] ?? "")")
+        }
+        let running: Int = try connection.query("SELECT count(*) FROM courier.jobs WHERE state = 'running'")[0].decode(0)
+        XCTAssertEqual(running, 0, "the explained claims were rolled back")
+    }
+
+    func testFindingTheHostsReadsOneHeadPerHostAndIsNeverCompiled() throws {
+        try staleStatistics()
+        let plan = try explain(WorkerStatements.lockDestinations, arguments: "'{live}', 100")
+        XCTAssertEqual((plan["Plan"] as? [String: Any])?["Actual Rows"] as? NSNumber, NSNumber(value: 2))
+        XCTAssertLessThanOrEqual(mostRows(plan: plan), 10, "finding 2 hosts handled \(mostRows(plan: plan)) rows")
+        XCTAssertNil(plan["JIT"], "the host lookup was compiled: \(plan["JIT"] ?? "")")
+    }
+
+    func testTheClaimStillTakesEveryHostsJobsInOrder() throws {
+        try staleStatistics()
+        let store = JobStore(connection: connection, workerID: "w")
+        let claimed = try store.claim(queues: ["live"], limit: 10, leaseMilliseconds: 60_000)
+        XCTAssertEqual(claimed.count, 10)
+        XCTAssertEqual(claimed.filter { $0.host == "quiet.example" }.count, 3)
+        let busy = claimed.filter { $0.host == "busy.example" }.map(\.id)
+        XCTAssertEqual(busy, busy.sorted(), "one host's jobs start in id order")
+    }
+}

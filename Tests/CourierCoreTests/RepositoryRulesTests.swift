@@ -1,0 +1,69 @@
+import Foundation
+import XCTest
+
+/// Rules of the repository's layout that a reader relies on (docs/architecture.md): SQL lives in
+/// `Migrations/` and `CourierCore`'s statements, and nothing points to files outside the
+/// repository.
+final class RepositoryRulesTests: XCTestCase {
+    private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+
+    /// Every Swift file under `Sources/`, as (path relative to the root, text).
+    private func sources() throws -> [(String, String)] {
+        let base = root.appendingPathComponent("Sources")
+        guard let walker = FileManager.default.enumerator(at: base, includingPropertiesForKeys: nil) else { return [] }
+        var files: [(String, String)] = []
+        for case let url as URL in walker where url.pathExtension == "swift" {
+            // Sources/CourierCore/Migrations is a link to Migrations/: those are SQL files.
+            let relative = String(url.standardizedFileURL.path.dropFirst(root.standardizedFileURL.path.count + 1))
+            files.append((relative, try String(contentsOf: url, encoding: .utf8)))
+        }
+        XCTAssertGreaterThan(files.count, 50, "the walk found the sources")
+        return files
+    }
+
+    /// SQL statements are recognised by what every one of ours contains.
+    private static let sqlShapes = [
+        #"\bSELECT\b[^\n]*\bFROM\s+courier\."#, #"\bINSERT INTO\s+courier\."#, #"\bUPDATE\s+courier\."#,
+        #"\bDELETE FROM\s+courier\."#, #"\bVACUUM\b"#, #"\bCHECKPOINT\b"#, #"\bANALYZE\s+courier\."#,
+    ].map { try! NSRegularExpression(pattern: $0) }
+
+    func testSQLTextLivesOnlyInCourierCore() throws {
+        // Postgres issues its own protocol commands (BEGIN, LISTEN); CourierTesting is test code.
+        let allowed = ["Sources/CourierCore/", "Sources/Postgres/", "Sources/CourierTesting/"]
+        var offenders: [String] = []
+        for (path, text) in try sources() where !allowed.contains(where: path.hasPrefix) {
+            var inHelpSQL = false
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let line = String(line)
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                // Help texts show operators the SQL equivalent of a command (an `SQL:` line and
+                // its continuation lines); they run nothing. Doc comments describe statements.
+                if trimmed.hasPrefix("SQL:") { inHelpSQL = true; continue }
+                if inHelpSQL && !trimmed.isEmpty && !trimmed.contains("\"") { continue }
+                inHelpSQL = false
+                if trimmed.hasPrefix("///") { continue }
+                let range = NSRange(line.startIndex..., in: line)
+                if Self.sqlShapes.contains(where: { $0.firstMatch(in: line, range: range) != nil }) {
+                    offenders.append("\(path):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+                }
+            }
+        }
+        XCTAssertEqual(offenders, [], "SQL belongs in CourierCore's statements or Migrations/")
+    }
+
+    func testTheDetectorSeesSQL() {
+        let line = #"try connection.query("SELECT count(*) FROM courier.jobs WHERE id = $1")"#
+        let range = NSRange(line.startIndex..., in: line)
+        XCTAssertTrue(Self.sqlShapes.contains { $0.firstMatch(in: line, range: range) != nil })
+    }
+
+    func testNoSourceCitesFilesOutsideTheRepository() throws {
+        let outside = ["DESIGN.md", "STYLE.md", "../shared"]
+        var offenders: [String] = []
+        for (path, text) in try sources() {
+            for name in outside where text.contains(name) { offenders.append("\(path) mentions \(name)") }
+        }
+        XCTAssertEqual(offenders, [])
+    }
+}
