@@ -3,6 +3,7 @@ import CourierCLISupport
 import CourierCore
 import Foundation
 import RetryClient
+import CourierCLISupport
 
 /// `--oauth-*` and `--no-oauth` of `courier queues set`: a queue's OAuth2 client credentials.
 ///
