@@ -24,6 +24,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // The libpq headers; the only C in the package.
@@ -76,6 +80,7 @@ let package = Package(
                 .embedInCode("Migrations/0006_retention.sql"),
                 .embedInCode("Migrations/0007_claim_index.sql"),
                 .embedInCode("Migrations/0008_queue_oauth.sql"),
+                .embedInCode("Migrations/0009_web_audit.sql"),
             ],
             swiftSettings: strict
         ),
@@ -115,6 +120,22 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The operator's console: `courier web`, server-rendered pages over the admin store.
+        .target(
+            name: "CourierWeb",
+            dependencies: [
+                "CourierCore",
+                "Postgres",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         // What the commands and the benchmark share: errors with exit codes, output formats,
         // text tables, child processes, signal cleanup and throwaway PostgreSQL clusters.
         .target(
@@ -134,6 +155,7 @@ let package = Package(
                 "CourierCLISupport",
                 "CourierCore",
                 "CourierSink",
+                "CourierWeb",
                 "CourierWorker",
                 "Postgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -151,6 +173,7 @@ let package = Package(
                 "CourierWorker",
                 "CourierMetrics",
                 "CourierSink",
+                "CourierWeb",
                 "Postgres",
                 "RetryClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -213,6 +236,18 @@ let package = Package(
             dependencies: [
                 "CourierCLI", "CourierCLISupport", "CourierBench", "CourierCore", "CourierMetrics", "Postgres",
                 "CourierTesting",
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CourierWebTests",
+            dependencies: [
+                "CourierWeb", "CourierCore", "Postgres", "CourierTesting",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strict

@@ -45,6 +45,8 @@ package struct BenchCommand: ParsableCommand {
               soak      --soak-rate jobs/s for --soak-duration, worker --retention --soak-retention:
                         table and index sizes every 30 s, removal vs enqueue (not in the default set)
               scaleout  --jobs drained by --worker-processes worker processes (not in the default set)
+              web       every page of `courier web` timed over HTTP beside --history finished jobs
+                        (not in the default set)
 
             Benchmark a release build: swift build -c release && .build/release/courier bench
 
@@ -82,7 +84,7 @@ package struct BenchCommand: ParsableCommand {
     package func validate() throws {
         let known: Set<String> = [
             "drain", "drain-limit200", "fanout", "failing-host", "latency", "flaky", "ceilings", "inflight", "saturated",
-            "scale", "soak", "scaleout",
+            "scale", "soak", "scaleout", "web",
         ]
         for name in scenarioList where !known.contains(name) {
             throw CLIError.usage("--scenarios: unknown scenario \(name.debugDescription) (use \(known.sorted().joined(separator: ", ")))")
@@ -157,6 +159,7 @@ package struct BenchCommand: ParsableCommand {
                     rate: scale.soakRate, seconds: try parseDuration(scale.soakDuration, flag: "--soak-duration"),
                     retention: try parseDuration(scale.soakRetention, flag: "--soak-retention")))
             case "scaleout": results += try runner.scaleout(jobs: jobs, processes: try scale.processCounts())
+            case "web": results += try runner.web(history: scale.history)
             default: break
             }
         }

@@ -21,12 +21,13 @@ public struct Courier: AsyncParsableCommand {
               courier jobs show 42
               courier dead requeue --all --queue billing
               courier stats --watch
+              courier web --password-file /etc/courier/web.password
             """,
         version: CourierVersion.text,
         subcommands: [
             MigrateCommand.self, EnqueueCommand.self, WorkerCommand.self, JobsCommand.self, DeadCommand.self,
             QueuesCommand.self, HostsCommand.self, StatsCommand.self, PurgeCommand.self, DemoCommand.self,
-            BenchCommand.self,
+            BenchCommand.self, WebCommand.self,
         ]
     )
 

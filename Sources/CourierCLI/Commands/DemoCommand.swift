@@ -1,6 +1,7 @@
 import ArgumentParser
 import CourierCore
 import CourierSink
+import CourierWeb
 import CourierWorker
 import Foundation
 import Logging
@@ -16,15 +17,22 @@ struct DemoCommand: ParsableCommand {
             Starts a temporary PostgreSQL cluster from the installed server binaries, migrates it,
             starts an HTTP sink on 127.0.0.1 (one endpoint succeeds, one fails twice then succeeds,
             one always answers 400), enqueues deliveries, runs a worker until every job settles,
-            prints what happened, and removes everything.
+            prints what happened, and removes everything. With --web it then serves the web console
+            (courier web) on 127.0.0.1:8080 over the demo's database until Ctrl-C.
 
             Example:
               courier demo
+              courier demo --web
             """
     )
 
     @Option(name: .customLong("timeout"), help: "Give up if jobs have not settled after this long (default 60s).")
     var timeout: String = "60s"
+
+    @Flag(
+        name: .customLong("web"),
+        help: "Afterwards serve the web console on 127.0.0.1:8080 over the demo's database until Ctrl-C.")
+    var web = false
 
     func run() throws {
         let limit = try parseDuration(timeout, flag: "--timeout")
@@ -107,8 +115,34 @@ struct DemoCommand: ParsableCommand {
         print(
             "\nSummary: \(counts["succeeded", default: 0]) succeeded (\(retried) after retries), "
                 + "\(counts["dead", default: 0]) dead, \(unsettled) unsettled.")
+        if web { try serveConsole(cluster.url) }
         print("Cleaned up the cluster and the sink.")
         if unsettled > 0 { throw CLIError("\(unsettled) jobs had not settled after \(timeout)") }
+    }
+}
+
+extension DemoCommand {
+    /// Serves the console over the demo's database until Ctrl-C. The password is random and
+    /// written to a file only its owner may read; it is never printed.
+    private func serveConsole(_ url: String) throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-demo-web-\(getpid()).password")
+        let secret = (0..<3).map { _ in UUID().uuidString.prefix(8).lowercased() }.joined(separator: "-")
+        guard FileManager.default.createFile(
+            atPath: file.path, contents: Data((secret + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        else { throw CLIError("cannot write \(file.path)") }
+        defer { try? FileManager.default.removeItem(at: file) }
+        var configuration = WebConfiguration(databaseURL: url, password: try WebPassword(fileContents: secret))
+        configuration.port = 8080
+        print("""
+
+            Web console: http://127.0.0.1:8080 (log in with any name and the password in \(file.path)).
+            Ctrl-C stops it and removes the cluster.
+            """)
+        var logger = Logger(label: "courier.demo.web")
+        logger.logLevel = .warning
+        let settings = configuration
+        let log = logger
+        try blockingAwait { try await WebServer.run(settings, logger: log) }
     }
 }
 

@@ -1,0 +1,158 @@
+import Foundation
+import Postgres
+
+/// The statements of the web console (`courier web`) that the admin CLI does not already have.
+/// Listings are paged by keyset (`id < $cursor`), never by OFFSET, so the hundredth page costs
+/// what the first does.
+public enum WebStatements {
+    /// One page of a job list: the filter, the keyset cursor, the page size and, for substring
+    /// filters, how many candidates a page may examine.
+    public struct JobPage: Sendable {
+        /// Which jobs.
+        public var filter: WebJobFilter
+        /// Only ids below this; nil from the newest.
+        public var before: Int64?
+        /// The most rows.
+        public var limit: Int
+        /// The most candidates `listJobsScanning` examines.
+        public var scanWindow: Int
+
+        /// A page.
+        public init(filter: WebJobFilter, before: Int64?, limit: Int, scanWindow: Int = 20_000) {
+            self.filter = filter
+            self.before = before
+            self.limit = limit
+            self.scanWindow = scanWindow
+        }
+    }
+
+    /// `$1 ... $11` of the job lists.
+    private static func jobPageArguments(_ page: JobPage) -> [any PostgresEncodable] {
+        let f = page.filter
+        return [f.state?.rawValue, f.queue, f.host, f.urlContains, f.errorContains, f.createdSince, f.createdBefore,
+                f.finishedSince, f.finishedBefore, page.before, page.limit]
+    }
+
+    /// One page of jobs, newest first. Filters (NULL: off): `$1` state, `$2` queue, `$3` host,
+    /// `$4` URL substring, `$5` error substring (both literal, through `strpos`), `$6` created at
+    /// or after, `$7` created before, `$8` finished at or after, `$9` finished before, `$10` only
+    /// ids below this (the last id of the previous page); `$11` the most rows. The columns are
+    /// those of `AdminStatements.listJobs`. A state walks `jobs_state_queue_idx` (state, queue,
+    /// id) backwards, a host `jobs_host_due_idx` while it is waiting; otherwise the primary key
+    /// backwards, stopping at the page's last row.
+    public static let listJobs = Statement<JobPage>(
+        """
+        SELECT id, queue, state::text, priority, method, url, attempt, max_attempts, run_at, created_at,
+               finished_at, last_status, last_error
+        FROM courier.jobs
+        WHERE ($1::courier.job_state IS NULL OR state = $1::courier.job_state)
+          AND ($2::text IS NULL OR queue = $2::text)
+          AND ($3::text IS NULL OR host = $3::text)
+          AND ($4::text IS NULL OR strpos(url, $4::text) > 0)
+          AND ($5::text IS NULL OR strpos(coalesce(last_error, ''), $5::text) > 0)
+          AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
+          AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
+          AND ($8::timestamptz IS NULL OR finished_at >= $8::timestamptz)
+          AND ($9::timestamptz IS NULL OR finished_at < $9::timestamptz)
+          AND ($10::bigint IS NULL OR id < $10::bigint)
+        ORDER BY id DESC
+        LIMIT $11
+        """, bind: jobPageArguments)
+
+    /// One page of jobs whose filters include a substring (`$4` URL, `$5` error): no index
+    /// serves `strpos`, so a filter that matches little would read the whole history for one
+    /// page. This shape reads at most `$12` candidates (the newest below `$10` that pass the
+    /// indexed filters, `$1` to `$3` and `$6` to `$9` as in `listJobs`), keeps the first `$11`
+    /// that contain the substrings, and says how far it looked: every row carries the lowest
+    /// candidate id and the number of candidates read, and when nothing matched there is one
+    /// row with those two and NULL job columns. The caller continues below the lowest
+    /// candidate when the window was full, so paging still visits every match, in order.
+    public static let listJobsScanning = Statement<JobPage>(
+        """
+        WITH candidates AS (
+            SELECT id, url, last_error FROM courier.jobs
+            WHERE ($1::courier.job_state IS NULL OR state = $1::courier.job_state)
+              AND ($2::text IS NULL OR queue = $2::text)
+              AND ($3::text IS NULL OR host = $3::text)
+              AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
+              AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
+              AND ($8::timestamptz IS NULL OR finished_at >= $8::timestamptz)
+              AND ($9::timestamptz IS NULL OR finished_at < $9::timestamptz)
+              AND ($10::bigint IS NULL OR id < $10::bigint)
+            ORDER BY id DESC
+            LIMIT $12
+        ),
+        matched AS (
+            SELECT c.id FROM candidates c
+            WHERE ($4::text IS NULL OR strpos(c.url, $4::text) > 0)
+              AND ($5::text IS NULL OR strpos(coalesce(c.last_error, ''), $5::text) > 0)
+            ORDER BY c.id DESC
+            LIMIT $11
+        ),
+        window_ AS (SELECT min(id) AS lowest, count(*) AS examined FROM candidates)
+        SELECT j.id, j.queue, j.state::text, j.priority, j.method, j.url, j.attempt, j.max_attempts, j.run_at,
+               j.created_at, j.finished_at, j.last_status, j.last_error, w.lowest, w.examined
+        FROM window_ w
+        LEFT JOIN (matched m JOIN courier.jobs j ON j.id = m.id) ON true
+        ORDER BY j.id DESC NULLS LAST
+        """
+    ) { page in jobPageArguments(page) + [max(page.limit, page.scanWindow)] }
+
+    /// Every queue's counts per state and the lag of its waiting states, from the maintained
+    /// counts of `courier.queue_stats` (milliseconds, however many finished jobs are kept),
+    /// plus every queue that has settings (paused or not) but no job.
+    public static let queueOverview = Statement<Void>(
+        """
+        SELECT s.queue, s.state::text, s.jobs, s.lag_seconds FROM courier.queue_stats s
+        UNION ALL
+        SELECT q.name, NULL, 0, NULL FROM courier.queues q
+        """)
+
+    /// The highest attempt id: one probe of the primary key. Two samples a minute apart say how
+    /// many deliveries were made in between, without counting the rows.
+    public static let attemptsHighWater = Statement<Void>("SELECT coalesce(max(id), 0)::bigint FROM courier.attempts")
+
+    /// Records one action of the console: `$1` who (the name given at login), `$2` the peer
+    /// address, `$3` the action, `$4` its target, `$5` how many jobs it changed. Texts are cut
+    /// to the table's bounds (in bytes, at a character boundary).
+    public static let insertAudit = Statement<WebAuditEntry>(
+        """
+        INSERT INTO courier.web_audit (who, client, action, target, jobs) VALUES ($1, $2, $3, $4, $5)
+        """
+    ) { entry in
+        [clip(entry.who, 200), clip(entry.client, 200), entry.action, clip(entry.target, 2000), entry.jobs]
+    }
+
+    /// `text` cut to at most `bytes` UTF-8 bytes at a character boundary.
+    static func clip(_ text: String, _ bytes: Int) -> String {
+        var result = ""
+        var used = 0
+        for character in text {
+            let size = character.utf8.count
+            if used + size > bytes { break }
+            result.append(character)
+            used += size
+        }
+        return result
+    }
+}
+
+extension WebStatements {
+    /// The `web` scenario of `courier bench`: turns the jobs of queue `$1` into dead letters
+    /// with an error and an HTTP status, so the dead-letter pages have rows to show.
+    public static let benchMakeDead = Statement<String>(
+        """
+        UPDATE courier.jobs SET state = 'dead', last_status = 503, last_error = 'HTTP 503 from the receiver'
+        WHERE queue = $1 AND state = 'succeeded'
+        """
+    ) { queue in [queue] }
+
+    /// The `web` scenario: the newest job of queue `$1` (0 when it has none).
+    public static let benchNewestJob = Statement<String>(
+        "SELECT coalesce(max(id), 0)::bigint FROM courier.jobs WHERE queue = $1"
+    ) { queue in [queue] }
+
+    /// The `web` scenario: an id half-way through the table, for a deep page.
+    public static let benchMiddleJob = Statement<Void>(
+        "SELECT coalesce((min(id) + max(id)) / 2, 0)::bigint FROM courier.jobs")
+}

@@ -1,0 +1,235 @@
+import Mustache
+
+/// The console's Mustache templates, compiled into the binary (no files to install, no
+/// JavaScript build). `{{name}}` escapes HTML; the only triple mustache is the layout's
+/// `{{{content}}}`, which holds a page these templates rendered.
+enum Templates {
+    /// Every template, parsed.
+    static func library() throws -> MustacheLibrary {
+        var library = MustacheLibrary()
+        for (name, text) in all { try library.register(text, named: name) }
+        return library
+    }
+
+    static let all: [String: String] = [
+        "layout": layout, "login": login, "queues": queues, "jobs": jobs, "job": job,
+        "requeueAll": requeueAll, "destinations": destinations, "message": message, "filters": filters,
+        "csrf": csrf,
+    ]
+
+    static let csrf = #"<input type="hidden" name="csrf" value="{{csrf}}">"#
+
+    static let layout = """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <meta name="referrer" content="no-referrer">
+        <title>{{title}} · Courier</title>
+        <link rel="stylesheet" href="/static/style.css">
+        {{#live}}<script src="/static/live.js" defer></script>{{/live}}
+        </head>
+        <body>
+        <a class="skip" href="#main">Skip to content</a>
+        <header>
+        <nav aria-label="Main">
+        <a class="brand" href="/queues">Courier</a>
+        {{#user}}
+        <ul>
+        {{#nav}}<li><a href="{{href}}"{{#current}} aria-current="page"{{/current}}>{{label}}</a></li>{{/nav}}
+        </ul>
+        <form class="logout" method="post" action="/logout">{{> csrf}}<span>{{user}}</span> <button type="submit">Log out</button></form>
+        {{/user}}
+        </nav>
+        {{#readOnly}}<p class="banner">Read-only console: every action is off.</p>{{/readOnly}}
+        </header>
+        <main id="main">
+        {{#notice}}<p class="notice" role="status">{{notice}}</p>{{/notice}}
+        {{#problem}}<p class="problem" role="alert">{{problem}}</p>{{/problem}}
+        {{{content}}}
+        </main>
+        </body>
+        </html>
+        """
+
+    static let login = """
+        <h1>Log in</h1>
+        <form class="login" method="post" action="/login">
+        <input type="hidden" name="next" value="{{next}}">
+        <p><label for="name">Your name <small>(written to the audit log with what you do)</small></label>
+        <input id="name" name="name" autocomplete="username" required maxlength="100" value="{{name}}"></p>
+        <p><label for="password">Password</label>
+        <input id="password" name="password" type="password" autocomplete="current-password" required></p>
+        <p><button type="submit">Log in</button></p>
+        </form>
+        """
+
+    static let queues = """
+        <h1>Queues</h1>
+        <p class="hint" id="live-status">{{#hasQueues}}Counts as of loading the page{{/hasQueues}}</p>
+        {{#hasQueues}}
+        <div class="wrap"><table id="queues">
+        <thead><tr><th scope="col">Queue</th><th scope="col" class="n">Pending</th><th scope="col" class="n">Running</th>
+        <th scope="col" class="n">Retrying</th><th scope="col" class="n">Dead</th><th scope="col" class="n">Oldest due</th><th scope="col">State</th>
+        {{#actions}}<th scope="col">Action</th>{{/actions}}</tr></thead>
+        <tbody>
+        {{#queues}}
+        <tr data-queue="{{name}}">
+        <th scope="row"><a href="/jobs?queue={{query}}">{{name}}</a></th>
+        <td class="n" data-field="pending">{{pending}}</td>
+        <td class="n" data-field="running">{{running}}</td>
+        <td class="n" data-field="retrying">{{retrying}}</td>
+        <td class="n" data-field="dead"><a href="/dead?queue={{query}}">{{dead}}</a></td>
+        <td class="n" data-field="lag">{{lag}}</td>
+        <td data-field="paused">{{#paused}}<strong>paused</strong>{{/paused}}{{^paused}}active{{/paused}}</td>
+        {{#actions}}<td><form method="post" action="/queues/{{#paused}}resume{{/paused}}{{^paused}}pause{{/paused}}">{{> csrf}}
+        <input type="hidden" name="queue" value="{{name}}">
+        <button type="submit">{{#paused}}Resume{{/paused}}{{^paused}}Pause{{/paused}}</button></form></td>{{/actions}}
+        </tr>
+        {{/queues}}
+        </tbody></table></div>
+        {{/hasQueues}}
+        {{^hasQueues}}<p>No queue has jobs or settings yet.</p>{{/hasQueues}}
+        <p class="hint">Pending counts every waiting job, due or scheduled later; oldest due is the age of the
+        oldest pending or retrying job whose time has come.</p>
+        <section aria-labelledby="rate-heading">
+        <h2 id="rate-heading">Deliveries per minute, last hour</h2>
+        {{#chart}}<svg class="chart" id="delivery-chart" viewBox="0 0 600 60" preserveAspectRatio="none" role="img"
+        aria-label="Deliveries per minute over the last hour, all queues: peak {{peak}}, last minute {{last}}">
+        <polyline points="{{points}}" fill="none" stroke="currentColor" stroke-width="2" vector-effect="non-scaling-stroke"/></svg>
+        <p class="hint">All queues: peak {{peak}} a minute, last minute {{last}}; counted since this console started.</p>{{/chart}}
+        {{^chart}}<p class="hint">The chart fills in during the console's first minutes.</p>{{/chart}}
+        </section>
+        """
+
+    static let filters = """
+        <form class="filters" method="get" action="{{action}}">
+        <p><label for="f-queue">Queue</label><input id="f-queue" name="queue" value="{{filter.queue}}"></p>
+        {{#showState}}<p><label for="f-state">State</label><select id="f-state" name="state">
+        {{#states}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/states}}
+        </select></p>{{/showState}}
+        {{#showHost}}<p><label for="f-host">Host</label><input id="f-host" name="host" value="{{filter.host}}"></p>{{/showHost}}
+        <p><label for="f-url">URL contains</label><input id="f-url" name="url" value="{{filter.url}}"></p>
+        {{#showError}}<p><label for="f-error">Error contains</label><input id="f-error" name="error" value="{{filter.error}}"></p>{{/showError}}
+        <p><label for="f-since">{{sinceLabel}} since</label><input id="f-since" name="since" value="{{filter.since}}" placeholder="2h or 2026-11-23T10:00Z"></p>
+        <p><label for="f-until">{{sinceLabel}} before</label><input id="f-until" name="until" value="{{filter.until}}" placeholder="30m or 2026-11-23T12:00Z"></p>
+        <p><button type="submit">Filter</button> <a href="{{action}}">Clear</a></p>
+        </form>
+        """
+
+    static let jobs = """
+        <h1>{{heading}}</h1>
+        {{> filters}}
+        {{#requeueAllLink}}<p><a class="button" href="{{requeueAllLink}}">Requeue all that match…</a></p>{{/requeueAllLink}}
+        {{#searched}}<p class="hint" id="searched">{{searched}}</p>{{/searched}}
+        {{#hasJobs}}
+        <div class="wrap"><table id="jobs">
+        <thead><tr><th scope="col">Job</th><th scope="col">Queue</th><th scope="col">State</th><th scope="col">Request</th>
+        <th scope="col">Attempt</th><th scope="col">{{timeLabel}}</th><th scope="col">Last status</th><th scope="col">Last error</th>
+        {{#rowActions}}<th scope="col">Action</th>{{/rowActions}}</tr></thead>
+        <tbody>
+        {{#jobs}}
+        <tr data-job="{{id}}">
+        <th scope="row"><a href="/jobs/{{id}}">{{id}}</a></th>
+        <td>{{queue}}</td><td><span class="state {{state}}">{{state}}</span></td>
+        <td class="url">{{method}} {{url}}</td>
+        <td class="n">{{attempt}}/{{maxAttempts}}</td>
+        <td><time datetime="{{timeISO}}">{{time}}</time></td>
+        <td class="n">{{lastStatus}}</td><td class="error">{{lastError}}</td>
+        {{#rowActions}}<td><form method="post" action="/jobs/{{id}}/requeue">{{> csrf}}<input type="hidden" name="back" value="{{back}}">
+        <button type="submit">Requeue</button></form></td>{{/rowActions}}
+        </tr>
+        {{/jobs}}
+        </tbody></table></div>
+        <nav class="pages" aria-label="Pages">{{#firstPage}}<a href="{{firstPage}}">Newest</a>{{/firstPage}}
+        {{#nextPage}}<a rel="next" href="{{nextPage}}">Older</a>{{/nextPage}}</nav>
+        {{/hasJobs}}
+        {{^hasJobs}}<p>No job matches.</p>{{/hasJobs}}
+        """
+
+    static let job = """
+        <h1>Job {{id}} <span class="state {{state}}">{{state}}</span></h1>
+        {{#canRequeue}}<form method="post" action="/jobs/{{id}}/requeue">{{> csrf}}<input type="hidden" name="back" value="/jobs/{{id}}">
+        <button type="submit">Requeue this job</button></form>{{/canRequeue}}
+        <dl class="facts">
+        <dt>Queue</dt><dd><a href="/jobs?queue={{queueQuery}}">{{queue}}</a></dd>
+        <dt>Attempt</dt><dd>{{attempt}} of {{maxAttempts}}</dd>
+        <dt>Priority</dt><dd>{{priority}}</dd>
+        <dt>Created</dt><dd>{{created}}</dd>
+        <dt>Runs at</dt><dd>{{runAt}}</dd>
+        {{#finished}}<dt>Finished</dt><dd>{{finished}}</dd>{{/finished}}
+        {{#lockedBy}}<dt>Locked by</dt><dd>{{lockedBy}} until {{lockedUntil}}</dd>{{/lockedBy}}
+        {{#idempotencyKey}}<dt>Idempotency key</dt><dd>{{idempotencyKey}}</dd>{{/idempotencyKey}}
+        {{#lastError}}<dt>Last error</dt><dd class="error">{{lastError}}</dd>{{/lastError}}
+        </dl>
+        <section aria-labelledby="request-heading">
+        <h2 id="request-heading">Request</h2>
+        <p class="url"><code>{{method}} {{url}}</code></p>
+        {{#hasHeaders}}<div class="wrap"><table class="headers"><thead><tr><th scope="col">Header</th><th scope="col">Value</th></tr></thead><tbody>
+        {{#headers}}<tr><th scope="row">{{name}}</th><td>{{value}}</td></tr>{{/headers}}
+        </tbody></table></div>{{/hasHeaders}}
+        {{#body}}<h3>Body <small>({{bodyBytes}} bytes{{#bodyClipped}}, first part shown{{/bodyClipped}})</small></h3><pre class="body">{{body}}</pre>{{/body}}
+        {{^body}}<p>No body.</p>{{/body}}
+        </section>
+        <section aria-labelledby="attempts-heading">
+        <h2 id="attempts-heading">Attempts</h2>
+        {{#hasAttempts}}<ol class="timeline" id="attempts">
+        {{#attempts}}<li class="{{outcome}}"><p><strong>#{{attempt}}</strong> <time datetime="{{startedISO}}">{{started}}</time>
+        · {{#status}}HTTP {{status}}{{/status}}{{^status}}no answer{{/status}} · {{duration}} · {{worker}}</p>
+        {{#error}}<p class="error">{{error}}</p>{{/error}}
+        {{#response}}<pre class="response">{{response}}</pre>{{/response}}</li>
+        {{/attempts}}</ol>{{/hasAttempts}}
+        {{^hasAttempts}}<p>No attempt yet.</p>{{/hasAttempts}}
+        </section>
+        <section aria-labelledby="history-heading">
+        <h2 id="history-heading">History</h2>
+        <ol class="history">{{#history}}<li><time datetime="{{iso}}">{{time}}</time> {{what}}</li>{{/history}}</ol>
+        </section>
+        """
+
+    static let requeueAll = """
+        <h1>Requeue dead jobs</h1>
+        <p id="requeue-count"><strong>{{count}}</strong> dead {{#one}}job matches{{/one}}{{^one}}jobs match{{/one}} {{description}}.</p>
+        {{#hasMatches}}
+        <form method="post" action="/dead/requeue">{{> csrf}}
+        {{#fields}}<input type="hidden" name="{{name}}" value="{{value}}">{{/fields}}
+        <input type="hidden" name="max_id" value="{{maxID}}">
+        <input type="hidden" name="expected" value="{{count}}">
+        <p><button type="submit">Requeue {{count}} {{#one}}job{{/one}}{{^one}}jobs{{/one}}</button> <a href="{{back}}">Cancel</a></p>
+        </form>
+        {{/hasMatches}}
+        {{^hasMatches}}<p><a href="{{back}}">Back to the dead letters</a></p>{{/hasMatches}}
+        """
+
+    static let destinations = """
+        <h1>Destinations</h1>
+        {{#hasDestinations}}
+        <div class="wrap"><table id="destinations">
+        <thead><tr><th scope="col">Host</th><th scope="col">Due</th><th scope="col">Later</th><th scope="col">Running</th>
+        <th scope="col">Cap</th><th scope="col">Failure streak</th><th scope="col">Breaker</th><th scope="col">State</th>
+        {{#actions}}<th scope="col">Action</th>{{/actions}}</tr></thead>
+        <tbody>
+        {{#destinations}}
+        <tr data-host="{{host}}">
+        <th scope="row"><a href="/jobs?host={{query}}">{{host}}</a></th>
+        <td class="n">{{due}}</td><td class="n">{{later}}</td><td class="n">{{running}}</td>
+        <td class="n">{{cap}}</td><td class="n">{{streak}}/{{threshold}}</td><td>{{breaker}}</td>
+        <td>{{#disabled}}<strong>disabled</strong> {{disabledReason}}{{/disabled}}{{^disabled}}enabled{{/disabled}}</td>
+        {{#actions}}<td>{{#disabled}}<form method="post" action="/destinations/enable">{{> csrf}}
+        <input type="hidden" name="host" value="{{host}}"><button type="submit">Enable</button></form>{{/disabled}}
+        {{^disabled}}<form method="post" action="/destinations/disable">{{> csrf}}
+        <input type="hidden" name="host" value="{{host}}"><button type="submit">Disable</button></form>{{/disabled}}</td>{{/actions}}
+        </tr>
+        {{/destinations}}
+        </tbody></table></div>
+        {{/hasDestinations}}
+        {{^hasDestinations}}<p>No destination has jobs or settings yet.</p>{{/hasDestinations}}
+        """
+
+    static let message = """
+        <h1>{{heading}}</h1>
+        <p>{{text}}</p>
+        {{#back}}<p><a href="{{back}}">Back</a></p>{{/back}}
+        """
+}

@@ -1,0 +1,347 @@
+import AsyncHTTPClient
+import CourierCore
+import Foundation
+import NIOCore
+import XCTest
+
+/// The console in a real browser: headless Chromium driven through chromedriver's WebDriver
+/// HTTP interface (a few JSON calls, no client library). `scripts/test` installs `chromium`
+/// and `chromium-driver`; without them the tests are skipped on a laptop and fail under CI.
+final class BrowserTests: WebTestCase {
+    func testOperatorLogsInChecksCountsAndRequeuesADeadJob() async throws {
+        let driver = try await WebDriver.start(http: http)
+        defer { driver.stop() }
+        try seedQueues()
+        let dead = try insertJob(queue: "billing", state: .dead, url: "https://api.example/hooks/invoice",
+                                 headers: #"{"Authorization": "Bearer SECRETBROWSER1", "X-Tenant": "acme"}"#,
+                                 body: #"{"event": "invoice.paid", "id": 42}"#, createdSecondsAgo: 600, lastError: "HTTP 503")
+        try insertAttempt(job: dead, attempt: 1, status: 503, error: "HTTP 503", response: "upstream busy")
+        try insertAttempt(job: dead, attempt: 2, status: 503, error: "HTTP 503", response: "upstream busy")
+        try foldCounts()
+        try await startServer(liveInterval: 0.5)
+        let session = try await driver.newSession()
+
+        // Every page asks for a login first.
+        try await session.navigate(base + "/queues")
+        try await session.type("#name", "alice")
+        try await session.type("#password", WebTestCase.password)
+        try await session.click("form.login button")
+        try await session.waitForURL { $0.hasSuffix("/queues") }
+
+        // The queue's counts are the database's.
+        let expected = try connection.query(
+            "SELECT state::text, jobs::int FROM courier.queue_stats WHERE queue = 'billing'").rows
+        XCTAssertFalse(expected.isEmpty)
+        for row in expected {
+            let state: String = try row.decode(0)
+            guard ["pending", "running", "retrying", "dead"].contains(state) else { continue }
+            let shown = try await session.text(#"tr[data-queue="billing"] td[data-field="\#(state)"]"#)
+            XCTAssertEqual(shown, String(try row.decode(1, as: Int.self)), state)
+        }
+        try await session.screenshot(to: WebTestCase.repositoryRoot.appendingPathComponent("docs/images/web-queues.png"))
+
+        // A request without the CSRF token is refused, even from the logged-in page.
+        let forged = try await session.fetchStatus(path: "/queues/pause", form: "queue=billing")
+        XCTAssertEqual(forged, 403)
+        XCTAssertEqual(try connection.query("SELECT count(*)::int FROM courier.queues WHERE paused AND name = 'billing'")[0].decode(0, as: Int.self), 0)
+
+        // The dead job, its attempts, and a requeue.
+        try await session.navigate(base + "/dead?queue=billing")
+        try await session.click(#"a[href="/jobs/\#(dead)"]"#)
+        try await session.waitForURL { $0.hasSuffix("/jobs/\(dead)") }
+        let attempts = try await session.elements("#attempts li")
+        XCTAssertEqual(attempts.count, 2)
+        let timeline = try await session.text("#attempts")
+        XCTAssertTrue(timeline.contains("HTTP 503"), timeline)
+        XCTAssertTrue(timeline.contains("upstream busy"), timeline)
+        let page = try await session.source()
+        XCTAssertFalse(page.contains("SECRETBROWSER1"))
+        try await session.click(#"form[action="/jobs/\#(dead)/requeue"] button"#)
+        try await session.waitForURL { $0.hasSuffix("/jobs/\(dead)") }
+        let value1 = try await session.text("main").contains("requeued")
+        XCTAssertTrue(value1)
+        let row = try connection.query(
+            "SELECT state::text, run_at <= now() FROM courier.jobs WHERE id = $1", [dead])[0]
+        XCTAssertEqual(try row.decode(0, as: String.self), "pending")
+        XCTAssertEqual(try row.decode(1, as: Bool.self), true)
+        XCTAssertEqual(try connection.query(
+            "SELECT count(*)::int FROM courier.web_audit WHERE who = 'alice' AND action = 'job.requeue'")[0].decode(0, as: Int.self), 1)
+
+        // The queue page keeps itself current: the live script writes new counts in.
+        try await session.navigate(base + "/queues")
+        try connection.query("UPDATE courier.jobs SET state = 'dead', finished_at = now() WHERE id = $1", [dead])
+        try foldCounts()
+        let deadNow: Int = try connection.query(
+            "SELECT jobs::int FROM courier.queue_stats WHERE queue = 'billing' AND state = 'dead'")[0].decode(0)
+        try await session.waitFor { try await session.text(#"tr[data-queue="billing"] td[data-field="dead"]"#) == String(deadNow) }
+        let value2 = try await session.text("#live-status").hasPrefix("Live")
+        XCTAssertTrue(value2)
+        try await session.close()
+    }
+
+    func testReadOnlyConsoleShowsNoActionAndRefusesAForgedPost() async throws {
+        let driver = try await WebDriver.start(http: http)
+        defer { driver.stop() }
+        try seedQueues()
+        let dead = try insertJob(queue: "billing", state: .dead, lastError: "HTTP 500")
+        try foldCounts()
+        try await startServer(readOnly: true)
+        let session = try await driver.newSession()
+        try await session.navigate(base + "/login")
+        try await session.type("#name", "auditor")
+        try await session.type("#password", WebTestCase.password)
+        try await session.click("form.login button")
+        try await session.waitForURL { $0.hasSuffix("/queues") }
+        for path in ["/queues", "/dead", "/jobs/\(dead)", "/destinations"] {
+            try await session.navigate(base + path)
+            // Only the filter form (a GET) has a button.
+            let value3 = try await session.elements("main form:not(.filters) button").count
+            XCTAssertEqual(value3, 0, path)
+            let value4 = try await session.elements("main form[method=post]").count
+            XCTAssertEqual(value4, 0, path)
+        }
+        // A forged POST with the page's own valid token is still refused.
+        let token = try await session.attribute(#"form.logout input[name="csrf"]"#, "value")
+        let status = try await session.fetchStatus(path: "/jobs/\(dead)/requeue", form: "csrf=\(token)")
+        XCTAssertEqual(status, 403)
+        XCTAssertEqual(try connection.query("SELECT state::text FROM courier.jobs WHERE id = $1", [dead])[0].decode(0, as: String.self), "dead")
+        try await session.close()
+    }
+
+    /// Three queues with a little of everything, so the screenshot shows a console at work.
+    private func seedQueues() throws {
+        for _ in 0..<12 { try insertJob(queue: "billing", createdSecondsAgo: 90) }
+        for _ in 0..<3 { try insertJob(queue: "billing", state: .running) }
+        for _ in 0..<4 { try insertJob(queue: "billing", state: .retrying, createdSecondsAgo: 30, lastError: "HTTP 503") }
+        for _ in 0..<40 { try insertJob(queue: "emails", url: "https://mail.example/send", createdSecondsAgo: 5) }
+        for _ in 0..<7 { try insertJob(queue: "emails", state: .running, url: "https://mail.example/send") }
+        for _ in 0..<2 { try insertJob(queue: "emails", state: .dead, url: "https://mail.example/send", lastError: "HTTP 400") }
+        for _ in 0..<25 { try insertJob(queue: "default", state: .succeeded) }
+        try connection.query("INSERT INTO courier.queues (name, paused) VALUES ('reports', true)")
+    }
+}
+
+extension WebTestCase {
+    /// The repository's root (for the screenshot the README shows).
+    static var repositoryRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+}
+
+/// chromedriver as a child process, spoken to over its W3C WebDriver HTTP interface.
+final class WebDriver: @unchecked Sendable {
+    let process: Process
+    let base: String
+    let http: HTTPClient
+    let profile: URL
+
+    static func start(http: HTTPClient) async throws -> WebDriver {
+        let env = ProcessInfo.processInfo.environment
+        let drivers = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"]
+        guard let driver = drivers.first(where: { FileManager.default.isExecutableFile(atPath: $0) }),
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium")
+        else {
+            let message = "chromium and chromedriver are missing (apt-get install chromium chromium-driver; scripts/test installs them)"
+            if env["CI"] == "true" { throw BrowserTestError(message: message + " (CI=true: a missing browser is a failure)") }
+            print("warning: SKIPPING browser test: \(message)")
+            throw XCTSkip(message)
+        }
+        let port = try freePort()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: driver)
+        process.arguments = ["--port=\(port)", "--allowed-ips=127.0.0.1"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let profile = FileManager.default.temporaryDirectory.appendingPathComponent("courier-chromium-\(UUID().uuidString)")
+        let driverObject = WebDriver(process: process, base: "http://127.0.0.1:\(port)", http: http, profile: profile)
+        let deadline = Date().addingTimeInterval(20)
+        while true {
+            if let status = try? await driverObject.call("GET", "/status", nil),
+                ((status["value"] as? [String: Any])?["ready"] as? Bool) == true
+            {
+                return driverObject
+            }
+            guard Date() < deadline else {
+                driverObject.stop()
+                throw BrowserTestError(message: "chromedriver did not start")
+            }
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+    }
+
+    private init(process: Process, base: String, http: HTTPClient, profile: URL) {
+        self.process = process
+        self.base = base
+        self.http = http
+        self.profile = profile
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+        waitForExitQuietly(process)
+        try? FileManager.default.removeItem(at: profile)
+    }
+
+    private func waitForExitQuietly(_ process: Process) {
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+    }
+
+    /// A headless Chromium session (root needs --no-sandbox).
+    func newSession() async throws -> WebDriverSession {
+        let capabilities: [String: Any] = [
+            "capabilities": [
+                "alwaysMatch": [
+                    "browserName": "chrome",
+                    "goog:chromeOptions": [
+                        "binary": "/usr/bin/chromium",
+                        "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                                 "--window-size=1100,760", "--user-data-dir=\(profile.path)", "--force-color-profile=srgb"],
+                    ],
+                ],
+            ],
+        ]
+        let answer = try await call("POST", "/session", capabilities)
+        guard let value = answer["value"] as? [String: Any], let id = value["sessionId"] as? String else {
+            throw BrowserTestError(message: "no WebDriver session: \(answer)")
+        }
+        return WebDriverSession(driver: self, id: id)
+    }
+
+    /// One WebDriver command; a WebDriver error is thrown with its message.
+    @discardableResult
+    func call(_ method: String, _ path: String, _ body: [String: Any]?) async throws -> [String: Any] {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = .RAW(value: method)
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body)))
+        }
+        let response = try await http.execute(request, timeout: .seconds(60))
+        let data = try await response.body.collect(upTo: 64 << 20)
+        let object = (try? JSONSerialization.jsonObject(with: Data(data.readableBytesView))) as? [String: Any] ?? [:]
+        if response.status.code >= 400 {
+            let value = object["value"] as? [String: Any]
+            throw BrowserTestError(message: "WebDriver \(method) \(path): \(value?["error"] ?? response.status.code) \(value?["message"] ?? "")")
+        }
+        return object
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        guard bound == 0 else { throw BrowserTestError(message: "cannot bind a port") }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// One browser window.
+struct WebDriverSession {
+    let driver: WebDriver
+    let id: String
+    static let elementKey = "element-6066-11e4-a52e-4f735466cecf"
+
+    func navigate(_ url: String) async throws {
+        try await driver.call("POST", "/session/\(id)/url", ["url": url])
+    }
+
+    func currentURL() async throws -> String {
+        try await driver.call("GET", "/session/\(id)/url", nil)["value"] as? String ?? ""
+    }
+
+    func elements(_ css: String) async throws -> [String] {
+        let answer = try await driver.call("POST", "/session/\(id)/elements", ["using": "css selector", "value": css])
+        return (answer["value"] as? [[String: Any]] ?? []).compactMap { $0[Self.elementKey] as? String }
+    }
+
+    func element(_ css: String) async throws -> String {
+        guard let element = try await elements(css).first else {
+            let page = try await source()
+            throw BrowserTestError(message: "no element \(css) at \(try await currentURL()): \(page.prefix(300))")
+        }
+        return element
+    }
+
+    func type(_ css: String, _ text: String) async throws {
+        try await driver.call("POST", "/session/\(id)/element/\(try await element(css))/value", ["text": text])
+    }
+
+    func click(_ css: String) async throws {
+        try await driver.call("POST", "/session/\(id)/element/\(try await element(css))/click", [:])
+    }
+
+    func text(_ css: String) async throws -> String {
+        try await driver.call("GET", "/session/\(id)/element/\(try await element(css))/text", nil)["value"] as? String ?? ""
+    }
+
+    func attribute(_ css: String, _ name: String) async throws -> String {
+        try await driver.call("GET", "/session/\(id)/element/\(try await element(css))/property/\(name)", nil)["value"]
+            as? String ?? ""
+    }
+
+    func source() async throws -> String {
+        try await driver.call("GET", "/session/\(id)/source", nil)["value"] as? String ?? ""
+    }
+
+    /// POSTs `form` to `path` from the page (same origin, with the session cookie) and returns the status.
+    func fetchStatus(path: String, form: String) async throws -> Int {
+        let script = """
+            const done = arguments[arguments.length - 1];
+            fetch(arguments[0], {method: "POST", body: arguments[1], redirect: "manual",
+                                 headers: {"Content-Type": "application/x-www-form-urlencoded"}})
+                .then(r => done(r.status)).catch(e => done(-1));
+            """
+        let answer = try await driver.call("POST", "/session/\(id)/execute/async", ["script": script, "args": [path, form]])
+        return (answer["value"] as? NSNumber)?.intValue ?? -2
+    }
+
+    func screenshot(to file: URL) async throws {
+        let answer = try await driver.call("GET", "/session/\(id)/screenshot", nil)
+        guard let text = answer["value"] as? String, let data = Data(base64Encoded: text) else {
+            throw BrowserTestError(message: "no screenshot")
+        }
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: file)
+    }
+
+    func waitForURL(_ condition: (String) -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(15)
+        while true {
+            let url = try await currentURL()
+            if condition(url) { return }
+            guard Date() < deadline else { throw BrowserTestError(message: "still at \(url)") }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+    }
+
+    func waitFor(_ condition: () async throws -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(15)
+        while true {
+            if (try? await condition()) == true { return }
+            guard Date() < deadline else { throw BrowserTestError(message: "condition never held") }
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+    }
+
+    func close() async throws {
+        try await driver.call("DELETE", "/session/\(id)", nil)
+    }
+}
+
+/// The browser could not be driven.
+struct BrowserTestError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}

@@ -1,0 +1,46 @@
+import CourierCore
+import CourierTesting
+import Postgres
+import XCTest
+
+/// The console connects as a member of `courier_operator`: every statement it runs works in
+/// that role, and the audit rows it writes cannot be changed or deleted in it.
+final class WebRoleTests: XCTestCase {
+    func testOperatorRunsEveryConsoleStatementAndCannotRewriteTheAudit() throws {
+        let url = try TestDatabase.create(label: "webrole")
+        defer { TestDatabase.drop(url) }
+        let connection = try PostgresConnection(url)
+        defer { connection.close() }
+        let id: Int64 = try connection.query(
+            """
+            INSERT INTO courier.jobs (queue, state, url, attempt, max_attempts, finished_at, last_error)
+            VALUES ('billing', 'dead', 'https://a.example/x', 1, 5, now(), 'HTTP 500') RETURNING id
+            """)[0].decode(0)
+        try connection.simpleQuery("SET ROLE courier_operator")
+
+        let web = WebStore(connection: connection)
+        XCTAssertEqual(try web.queueOverview().map(\.name), ["billing"])
+        var filter = WebJobFilter()
+        filter.state = .dead
+        XCTAssertEqual(try web.jobs(filter, before: nil, limit: 10).jobs.map(\.id), [id])
+        filter.urlContains = "a.example"
+        XCTAssertEqual(try web.jobs(filter, before: nil, limit: 10).jobs.map(\.id), [id])
+        let admin = AdminStore(connection: connection)
+        XCTAssertNotNil(try admin.job(id))
+        XCTAssertEqual(try admin.countDead(DeadJobFilter()).count, 1)
+        XCTAssertEqual(try admin.requeueDead([id]).first?.changed, true)
+        try admin.setPaused("billing", true)
+        let destinations = DestinationStore(connection: connection)
+        XCTAssertEqual(try destinations.list(limit: 10, defaultMaxInFlight: 200).map(\.host), ["a.example"])
+        try destinations.disable("a.example", reason: "test")
+        XCTAssertTrue(try destinations.enable("a.example"))
+        try web.audit(WebAuditEntry(who: "alice", client: "127.0.0.1", action: "job.requeue", target: "job \(id)", jobs: 1))
+        XCTAssertEqual(try connection.query("SELECT count(*)::int FROM courier.web_audit")[0].decode(0, as: Int.self), 1)
+
+        for statement in ["UPDATE courier.web_audit SET who = 'mallory'", "DELETE FROM courier.web_audit"] {
+            XCTAssertThrowsError(try connection.query(statement), statement) { error in
+                XCTAssertEqual((error as? PostgresError)?.sqlState, "42501", "\(error)")
+            }
+        }
+    }
+}

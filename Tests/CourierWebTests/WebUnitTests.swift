@@ -1,0 +1,203 @@
+import CourierCore
+import Foundation
+import Mustache
+import XCTest
+
+@testable import CourierWeb
+
+/// The console's pure parts: forms, cookies, the password check, redaction of bodies, time
+/// filters and list queries.
+final class WebUnitTests: XCTestCase {
+    func testFormDataDecodesLikeABrowserEncodes() {
+        let form = FormData("a=1&b=x+y%21&c=%E2%9C%93&d&e=%zz&a=2&=empty")
+        XCTAssertEqual(form["a"], "1")
+        XCTAssertEqual(form["b"], "x y!")
+        XCTAssertEqual(form["c"], "✓")
+        XCTAssertEqual(form["d"], "")
+        XCTAssertEqual(form["e"], "%zz")
+        XCTAssertNil(form.nonEmpty("d"))
+        XCTAssertEqual(FormData("%FF%FE")[String(decoding: [0xFF, 0xFE], as: UTF8.self)], "")
+        XCTAssertEqual(FormData(String(repeating: "a=1&", count: 500)[...]).pairs.count, 100)
+        XCTAssertEqual(FormData.query([("queue", "a b&c"), ("state", nil), ("url", "")]), "queue=a%20b%26c")
+        let round = FormData(Substring(FormData.query([("x", "ünï/?&=+ %")])))
+        XCTAssertEqual(round["x"], "ünï/?&=+ %")
+    }
+
+    func testCookies() {
+        XCTAssertEqual(CookieHeader.value(of: "courier_session", in: "a=1; courier_session=abc; b=2"), "abc")
+        XCTAssertNil(CookieHeader.value(of: "courier_session", in: "xcourier_session=abc"))
+        XCTAssertNil(CookieHeader.value(of: "courier_session", in: nil))
+        XCTAssertEqual(CookieHeader.setCookie(name: "s", value: "v", secure: false), "s=v; Path=/; HttpOnly; SameSite=Strict")
+        XCTAssertEqual(CookieHeader.setCookie(name: "s", value: "", secure: true),
+                       "s=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0; Secure")
+    }
+
+    func testPasswordIsCheckedAgainstAKeyedHashAndRefusesWeakFiles() throws {
+        let password = try WebPassword(fileContents: "correct horse battery staple\n")
+        XCTAssertTrue(password.matches("correct horse battery staple"))
+        XCTAssertFalse(password.matches("correct horse battery staple\n"))
+        XCTAssertFalse(password.matches("correct horse battery stapl"))
+        XCTAssertFalse(password.matches(""))
+        XCTAssertTrue(try WebPassword(fileContents: "correct horse battery staple\r\n").matches("correct horse battery staple"))
+        XCTAssertThrowsError(try WebPassword(fileContents: "short\n"))
+        XCTAssertThrowsError(try WebPassword(fileContents: "first line is long\nsecond line\n"))
+        XCTAssertThrowsError(try WebPassword(fileContents: ""))
+        // Nothing printable holds the secret.
+        XCTAssertFalse(String(describing: password).contains("horse"))
+        XCTAssertFalse(String(reflecting: password).contains("horse"))
+        XCTAssertTrue(ConstantTime.equal("abc", "abc"))
+        XCTAssertFalse(ConstantTime.equal("abc", "abd"))
+        XCTAssertFalse(ConstantTime.equal("abc", "abcd"))
+    }
+
+    func testSessionsExpireAndTokensAreRandom() {
+        let store = SessionStore(idleTimeout: 60)
+        let now = Date()
+        let (cookie, session) = store.create(name: "alice", now: now)
+        XCTAssertNotEqual(cookie, session.csrfToken)
+        XCTAssertEqual(cookie.count, 43)
+        XCTAssertEqual(store.session(for: cookie, now: now.addingTimeInterval(59))?.name, "alice")
+        XCTAssertEqual(store.session(for: cookie, now: now.addingTimeInterval(118))?.name, "alice", "use extends it")
+        XCTAssertNil(store.session(for: cookie, now: now.addingTimeInterval(200)))
+        XCTAssertNil(store.session(for: cookie, now: now.addingTimeInterval(201)), "an expired session is gone")
+        XCTAssertNil(store.session(for: "unknown"))
+        XCTAssertEqual(Set((0..<100).map { _ in SessionStore.randomToken() }).count, 100)
+        let (other, _) = store.create(name: "bob")
+        store.setNotice(other, "done")
+        XCTAssertEqual(store.takeNotice(other), "done")
+        XCTAssertNil(store.takeNotice(other))
+        store.remove(other)
+        XCTAssertNil(store.session(for: other))
+    }
+
+    func testBodiesLoseSecretMembersPairsAndURLCredentials() {
+        let json = """
+            {"event": "paid", "password": "p1", "Api-Key": 12345, "nested": {"token": {"a": "p2"}, "list": ["x"]},
+             "auth": ["p3", "p4"], "ok": true, "url": "https://u:p5@h.example/x?sig=p6&v=1", "escaped": "a\\"password\\": \\"p7"}
+            """
+        let shown = BodyRedaction.show(Array(json.utf8)).text
+        for secret in ["p1", "12345", "p2", "p3", "p4", "p5", "p6"] { XCTAssertFalse(shown.contains(secret), "\(secret): \(shown)") }
+        for visible in ["paid", "\"ok\": true", "\"list\": [\"x\"]", "h.example", "v=1"] {
+            XCTAssertTrue(shown.contains(visible), "\(visible): \(shown)")
+        }
+        XCTAssertTrue(shown.contains("\"password\": \"***\""), shown)
+        let form = BodyRedaction.show(Array("user=ann&password=hunter22&client_secret=s3&x=1".utf8)).text
+        XCTAssertFalse(form.contains("hunter22"))
+        XCTAssertFalse(form.contains("s3"))
+        XCTAssertTrue(form.contains("user=ann"))
+        let lines = BodyRedaction.show(Array("line one\nAuthorization-Token: abc\u{1B}[31m\nline three".utf8)).text
+        XCTAssertEqual(lines.split(separator: "\n").count, 3)
+        XCTAssertFalse(lines.contains("abc"))
+        XCTAssertFalse(lines.contains("\u{1B}"))
+        XCTAssertEqual(BodyRedaction.show([0x61, 0xFF, 0x62, 0xE2, 0x9C, 0x93]).text, "a\\xFFb✓")
+        let big = BodyRedaction.show(Array(repeating: 0x61, count: 10_000), limit: 100)
+        XCTAssertTrue(big.clipped)
+        XCTAssertEqual(big.text.count, 100)
+        // Unterminated JSON does not crash and still hides what follows a secret name.
+        XCTAssertFalse(BodyRedaction.show(Array(#"{"token": "abc"#.utf8)).text.contains("abc"))
+        XCTAssertFalse(BodyRedaction.show(Array(#"{"token": {"a": ["abc""#.utf8)).text.contains("abc"))
+    }
+
+    func testTimeFilters() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        XCTAssertEqual(PageFormat.parseTime("2h", now: now), now.addingTimeInterval(-7200))
+        XCTAssertEqual(PageFormat.parseTime("30m", now: now), now.addingTimeInterval(-1800))
+        XCTAssertEqual(PageFormat.parseTime("1.5d", now: now), now.addingTimeInterval(-129_600))
+        XCTAssertEqual(PageFormat.parseTime("2026-11-23", now: now)?.timeIntervalSince1970, 1_795_392_000)
+        XCTAssertEqual(PageFormat.parseTime("2026-11-23T10:00", now: now)?.timeIntervalSince1970, 1_795_428_000)
+        XCTAssertEqual(PageFormat.parseTime("2026-11-23 10:00:05", now: now)?.timeIntervalSince1970, 1_795_428_005)
+        XCTAssertEqual(PageFormat.parseTime("2026-11-23T10:00:00+01:00", now: now)?.timeIntervalSince1970, 1_795_424_400)
+        for bad in ["", "yesterday", "-2h", "1e9d", "2026-13-01", "10000-01-01", "2h30m", "nand"] {
+            XCTAssertNil(PageFormat.parseTime(bad, now: now), bad)
+        }
+        XCTAssertEqual(PageFormat.age(0), "0s")
+        XCTAssertEqual(PageFormat.age(303), "5m 3s")
+        XCTAssertEqual(PageFormat.age(7_800), "2h 10m")
+        XCTAssertEqual(PageFormat.age(.infinity), "∞")
+        XCTAssertEqual(PageFormat.milliseconds(12.4), "12 ms")
+        XCTAssertEqual(PageFormat.milliseconds(1500), "1.5 s")
+    }
+
+    func testListQueriesReadFiltersAndTheCursor() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let jobs = JobListQuery(FormData("queue=billing&state=retrying&host=B.Example&url=%2Fhook&since=1h&before=42&error=x"),
+                                dead: false, now: now)
+        XCTAssertEqual(jobs.problems, [])
+        XCTAssertEqual(jobs.filter.queue, "billing")
+        XCTAssertEqual(jobs.filter.state, .retrying)
+        XCTAssertEqual(jobs.filter.host, "b.example")
+        XCTAssertEqual(jobs.filter.urlContains, "/hook")
+        XCTAssertNil(jobs.filter.errorContains, "jobs do not filter by error")
+        XCTAssertEqual(jobs.filter.createdSince, now.addingTimeInterval(-3600))
+        XCTAssertNil(jobs.filter.finishedSince)
+        XCTAssertEqual(jobs.before, 42)
+        XCTAssertEqual(WebApp.queryString(jobs.linkPairs(before: 7)),
+                       "?queue=billing&state=retrying&host=B.Example&url=%2Fhook&since=1h&before=7")
+
+        let dead = JobListQuery(FormData("queue=billing&state=pending&host=x&error=503&until=2026-11-23"), dead: true, now: now)
+        XCTAssertEqual(dead.filter.state, .dead, "the dead list shows dead jobs whatever the query says")
+        XCTAssertNil(dead.filter.host)
+        XCTAssertEqual(dead.deadFilter.queue, "billing")
+        XCTAssertEqual(dead.deadFilter.errorContains, "503")
+        XCTAssertEqual(dead.deadFilter.failedBefore?.timeIntervalSince1970, 1_795_392_000)
+        XCTAssertEqual(dead.formPairs.map(\.0), ["queue", "error", "until"])
+        XCTAssertEqual(dead.description, #"in queue billing, with an error containing "503", dead before 2026-11-23 00:00:00 UTC"#)
+
+        XCTAssertEqual(JobListQuery(FormData("state=nope"), dead: false).problems.count, 1)
+        XCTAssertEqual(JobListQuery(FormData("before=-1"), dead: false).problems.count, 1)
+        XCTAssertEqual(JobListQuery(FormData("host=a%20b"), dead: false).problems.count, 1)
+        XCTAssertEqual(JobListQuery(FormData("since=soon"), dead: true).problems.count, 1)
+    }
+
+    func testPathsAndRedirectTargets() {
+        XCTAssertEqual(WebApp.jobID("/jobs/42", suffix: ""), 42)
+        XCTAssertEqual(WebApp.jobID("/jobs/42/requeue", suffix: "/requeue"), 42)
+        for bad in ["/jobs/", "/jobs/0", "/jobs/-1", "/jobs/abc", "/jobs/٤٢", "/jobs/99999999999999999999", "/job/1"] {
+            XCTAssertNil(WebApp.jobID(bad, suffix: ""), bad)
+        }
+        XCTAssertEqual(WebApp.localPath("/dead?queue=a"), "/dead?queue=a")
+        for bad in ["//evil.example", "https://evil.example", "/\\evil.example", "evil", "/a\nb", nil] {
+            XCTAssertNil(WebApp.localPath(bad), String(describing: bad))
+        }
+    }
+
+    func testDeliveryRateSpreadsHighWaterDeltasOverMinutes() throws {
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)  // a whole minute
+        var rate = DeliveryRate()
+        XCTAssertNil(DeliveryRate.polyline(rate.perMinute(now: t0), width: 600, height: 60))
+        rate.record(t0, highWater: 1000)
+        rate.record(t0.addingTimeInterval(60), highWater: 1600)
+        rate.record(t0.addingTimeInterval(90), highWater: 1900)
+        rate.record(t0.addingTimeInterval(120), highWater: 1900)
+        rate.record(t0.addingTimeInterval(100), highWater: 5000)  // out of order: ignored
+        let minutes = rate.perMinute(now: t0.addingTimeInterval(125), minutes: 4)
+        XCTAssertEqual(minutes.count, 4)
+        XCTAssertNil(minutes[0])
+        XCTAssertNil(minutes[1])
+        XCTAssertEqual(try XCTUnwrap(minutes[2]), 600, accuracy: 0.001)
+        XCTAssertEqual(try XCTUnwrap(minutes[3]), 300, accuracy: 0.001)
+        let line = try XCTUnwrap(DeliveryRate.polyline(minutes, width: 300, height: 60))
+        XCTAssertEqual(line.points, "200.0,0.0 300.0,30.0")
+        XCTAssertEqual(line.peak, 600)
+        // A high-water mark that went down (a restored database) counts as no deliveries.
+        rate.record(t0.addingTimeInterval(180), highWater: 10)
+        XCTAssertEqual(rate.perMinute(now: t0.addingTimeInterval(185), minutes: 1), [0])
+        // Samples older than an hour are forgotten.
+        rate.record(t0.addingTimeInterval(7200), highWater: 20)
+        XCTAssertEqual(rate.samples.count, 1)
+    }
+
+    func testTemplatesEscapeWhatTheDatabaseHolds() throws {
+        let library = try Templates.library()
+        let html = library.render([
+            "heading": "Jobs", "hasJobs": true, "csrf": "t",
+            "jobs": [["id": "1", "queue": "<script>alert(1)</script>", "state": "dead", "method": "POST",
+                      "url": "https://x.example/\"><img src=x>", "attempt": 1, "maxAttempts": 5, "time": "now"]],
+        ] as [String: Any], withTemplate: "jobs") ?? ""
+        XCTAssertTrue(html.contains("<tr data-job=\"1\">"), html)
+        XCTAssertFalse(html.contains("<script>alert"))
+        XCTAssertFalse(html.contains("<img"))
+        XCTAssertTrue(html.contains("&lt;script&gt;"))
+        XCTAssertTrue(html.contains("&quot;&gt;&lt;img"))
+    }
+}
