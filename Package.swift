@@ -60,11 +60,14 @@ let package = Package(
             dependencies: ["RetryClient"],
             swiftSettings: strict
         ),
-        // Job model, state machine, SQL statements, the store and the migrator.
+        // Job model, state machine, SQL statements, the store and the migrator. It uses
+        // RetryClient's pure policy types (`DeliveryPolicy`, `Backoff`), so the durable schedule
+        // and the in-process retries decide from one table and compute one backoff.
         .target(
             name: "CourierCore",
             dependencies: [
                 "Postgres",
+                "RetryClient",
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Migrations/README.md"],
@@ -76,7 +79,8 @@ let package = Package(
                 .embedInCode("Migrations/0005_destinations.sql"),
                 .embedInCode("Migrations/0006_retention.sql"),
                 .embedInCode("Migrations/0007_claim_index.sql"),
-                .embedInCode("Migrations/0008_web_audit.sql"),
+                .embedInCode("Migrations/0008_queue_oauth.sql"),
+                .embedInCode("Migrations/0009_web_audit.sql"),
             ],
             swiftSettings: strict
         ),

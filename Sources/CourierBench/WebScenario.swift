@@ -27,7 +27,7 @@ extension BenchRunner {
         _ = try AdminStore(connection: connection).importJobs(makeJobs(2_000, path: "/hook", queue: dueQueue), skipInvalid: false)
         try AdminStore(connection: connection).setPaused(dueQueue, true)
         try connection.simpleQuery(BenchStatements.settleHistory.sql)
-        try connection.query(WorkerStatements.foldJobCounts)
+        try connection.run(WorkerStatements.foldJobCounts)
 
         let secret = UUID().uuidString + UUID().uuidString
         var configuration = WebConfiguration(databaseURL: databaseURL, password: try WebPassword(fileContents: secret))

@@ -290,7 +290,7 @@ final class ClaimLoop: @unchecked Sendable {
                     AttemptRecord(
                         jobID: job.id, attempt: job.attempt, transition: transition, result: report.result,
                         startedAt: startedAt, finishedAt: finishedAt, responseExcerpt: report.responseExcerpt,
-                        host: job.host))
+                        host: job.host, signal: report.signal, inProcess: report.inProcess))
             }
         }
         lock.withLock { inFlightNow += startedRefs.count }

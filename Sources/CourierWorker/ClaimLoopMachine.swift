@@ -1,4 +1,5 @@
 import CourierCore
+import RetryClient
 
 /// A claimed job as the claim loop tracks it: enough to guard every later statement.
 public struct JobRef: Sendable, Hashable {
@@ -166,9 +167,11 @@ public struct ClaimLoopMachine: Sendable {
     /// The delay before the `failures`-th retry of a failed statement: 0.1 s doubling to 5 s,
     /// scaled by `jitter` (a factor around 1, e.g. in 0.75...1.25).
     public static func retryDelay(failures: Int, jitter: Double) -> UInt64 {
-        let base = min(5.0, 0.1 * Double(1 << min(max(failures - 1, 0), 10)))
-        return UInt64(base * jitter * 1e9)
+        UInt64(statementBackoff.baseSeconds(afterFailure: failures) * jitter * 1e9)
     }
+
+    /// 0.1 s doubling to 5 s: the claim loops' statement retries and the listener's reconnect.
+    static let statementBackoff = Backoff.exponential(initial: .milliseconds(100), base: 2, maximum: .seconds(5))
 
     /// Takes one event at time `now` and returns what to do. `jitter` scales retry delays.
     public mutating func handle(_ event: LoopEvent, now: UInt64, jitter: Double = 1) -> [LoopAction] {

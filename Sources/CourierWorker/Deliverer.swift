@@ -7,11 +7,21 @@ public struct DeliveryReport: Sendable {
     public var result: DeliveryResult
     /// At most 20,000 bytes of the response body, as text (no NUL bytes).
     public var responseExcerpt: String?
+    /// What the outcome says about the destination, when not what `result` says
+    /// (`DestinationSignal.of`): a failed OAuth token request says nothing about the receiver.
+    public var signal: DestinationSignal?
+    /// Requests repeated in process before the one `result` describes, oldest first.
+    public var inProcess: [InProcessAttempt]
 
     /// Creates a report.
-    public init(result: DeliveryResult, responseExcerpt: String?) {
+    public init(
+        result: DeliveryResult, responseExcerpt: String?, signal: DestinationSignal? = nil,
+        inProcess: [InProcessAttempt] = []
+    ) {
         self.result = result
         self.responseExcerpt = responseExcerpt
+        self.signal = signal
+        self.inProcess = inProcess
     }
 }
 

@@ -51,6 +51,7 @@ public final class HTTPDeliverer: Deliverer, Sendable {
     private let configuration: HTTPDelivererConfiguration
     private let quickRetries: Interceptor
     private let logger: Logger
+    private let tokens: OAuthTokenCache
 
     /// Creates a deliverer with its own HTTP client; call `shutdown()` when done.
     public convenience init(configuration: HTTPDelivererConfiguration, logger: Logger) {
@@ -78,13 +79,18 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         self.logger = logger
         self.transport = transport
         self.ownedTransport = ownedTransport
-        quickRetries = Interceptor(retriers: [
-            RetryPolicy(
-                retryLimit: configuration.quickRetries,
-                exponentialBackoffScale: .milliseconds(Int64(configuration.quickRetryDelay * 1000)),
-                maximumBackoff: .seconds(1), retryableStatusCodes: [],
-                retryableTransportErrorKinds: [.connectRefused, .connectionReset])
-        ])
+        self.tokens = OAuthTokenCache(transport: transport)
+        quickRetries = Interceptor(retriers: [Self.quickRetryPolicy(configuration)])
+    }
+
+    /// The in-process tier: exactly the transport failures ``DeliveryPolicy`` retries now, a
+    /// couple of times with a short backoff; no status (a 401 with OAuth is the authenticator's).
+    static func quickRetryPolicy(_ configuration: HTTPDelivererConfiguration) -> RetryPolicy {
+        RetryPolicy(
+            retryLimit: configuration.quickRetries,
+            exponentialBackoffScale: .milliseconds(Int64(configuration.quickRetryDelay * 1000)),
+            maximumBackoff: .seconds(1), retryableStatusCodes: [],
+            retryableTransportErrorKinds: DeliveryPolicy.transportKinds(where: .retryNow))
     }
 
     /// Closes the client's connections.
@@ -112,6 +118,13 @@ public final class HTTPDeliverer: Deliverer, Sendable {
             }
         }
         var adapters: [any RequestAdapter] = []
+        var retriers = quickRetries.retriers
+        if let oauth = job.oauth {
+            // Before the quick retries: it handles 401 (fresh token, one retry), they do not.
+            let authenticator = tokens.authenticator(for: oauth)
+            adapters.append(authenticator)
+            retriers.insert(authenticator, at: 0)
+        }
         if let secret = job.signingSecret {
             do {
                 adapters.append(try StandardWebhookSigner(secrets: [secret]))
@@ -121,9 +134,29 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         }
         let client = RetryingClient(
             transport: transport,
-            interceptor: Interceptor(adapters: adapters, retriers: quickRetries.retriers),
+            interceptor: Interceptor(adapters: adapters, retriers: retriers),
             maximumInProcessDelay: .seconds(1), logger: logger)
-        let outcome = await client.send(request)
+        let (outcome, sent) = await client.sendTraced(request)
+        var report = self.report(outcome)
+        // Every request before the call's deciding one was repeated within this attempt: each
+        // leaves its own row. (When the deciding try failed in an adapter, nothing of it was sent.)
+        report.inProcess = sent.filter { $0.attempt < outcome.attempts }.map { earlier in
+            switch earlier.result {
+            case .success(let response):
+                return InProcessAttempt(
+                    startedAt: earlier.startedAt, finishedAt: earlier.finishedAt, status: response.status,
+                    error: Self.classify(response).error ?? response.description, responseExcerpt: Self.excerpt(response))
+            case .failure(let error):
+                return InProcessAttempt(
+                    startedAt: earlier.startedAt, finishedAt: earlier.finishedAt, status: nil,
+                    error: Self.classify(error, configuration: configuration).error ?? error.description)
+            }
+        }
+        return report
+    }
+
+    /// The report of a finished call: its last attempt decides.
+    private func report(_ outcome: RetryOutcome) -> DeliveryReport {
         switch outcome {
         case .delivered(let response, _):
             return DeliveryReport(result: .delivered(status: response.status), responseExcerpt: Self.excerpt(response))
@@ -133,6 +166,12 @@ public final class HTTPDeliverer: Deliverer, Sendable {
                 return DeliveryReport(result: Self.classify(response), responseExcerpt: Self.excerpt(response))
             case .transport(let error):
                 return DeliveryReport(result: Self.classify(error, configuration: configuration), responseExcerpt: nil)
+            case .adapter(let error as OAuth2TokenError):
+                // The token endpoint failed, not the receiver: its breaker is left alone.
+                let verdict = DeliveryPolicy.verdict(for: error.isPermanent ? .tokenRejected : .tokenUnavailable)
+                return DeliveryReport(
+                    result: Self.result(verdict, status: nil, error: Redaction.message(error.description), retryAfter: nil),
+                    responseExcerpt: nil, signal: DestinationSignal(verdict.receiver))
             case .adapter(let error):
                 return DeliveryReport(result: .permanent(status: nil, error: "\(error)"), responseExcerpt: nil)
             }
@@ -148,9 +187,10 @@ public final class HTTPDeliverer: Deliverer, Sendable {
     /// `nil` connects as the URL says (an IP literal needs no pinning).
     private func checkedAddress(of host: String) async -> Result<String?, Refusal> {
         func refuse(_ address: IPAddress) -> Result<String?, Refusal> {
-            .failure(Refusal(result: .permanent(
-                status: nil,
-                error: "refused private target: \(host) resolves to \(address) (allow with --allow-private-targets)")))
+            .failure(Refusal(result: Self.result(
+                DeliveryPolicy.verdict(for: .refusedTarget), status: nil,
+                error: "refused private target: \(host) resolves to \(address) (allow with --allow-private-targets)",
+                retryAfter: nil)))
         }
         let checked = !configuration.allowPrivateTargets
         if let literal = IPAddress(host) {
@@ -160,11 +200,13 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         do {
             addresses = try await configuration.resolver.resolve(host)
         } catch {
-            return .failure(Refusal(result: .retryable(status: nil, error: "\(error)", retryAfter: nil)))
+            return .failure(Refusal(result: Self.result(
+                DeliveryPolicy.verdict(for: .transport(.dnsFailure)), status: nil, error: "\(error)", retryAfter: nil)))
         }
         guard let first = addresses.first else {
-            return .failure(Refusal(result: .retryable(
-                status: nil, error: "DNS lookup of \(host) returned no address", retryAfter: nil)))
+            return .failure(Refusal(result: Self.result(
+                DeliveryPolicy.verdict(for: .transport(.dnsFailure)), status: nil,
+                error: "DNS lookup of \(host) returned no address", retryAfter: nil)))
         }
         if checked, let bad = TargetPolicy.firstNonGlobal(addresses) { return refuse(bad) }
         return .success(first.description)
@@ -193,46 +235,55 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         return text
     }
 
-    /// Maps a response to the queue's view (docs/state-machine.md): 2xx delivered; 408, 425, 429, 5xx
-    /// retryable (with `Retry-After` when sent); everything else, 3xx included, permanent.
+    /// The queue's view of a response: ``DeliveryPolicy``'s verdict for its status (with
+    /// `Retry-After` when sent and readable), as the durable tier takes it.
     static func classify(_ response: HTTPResponseSummary) -> DeliveryResult {
         let status = response.status
-        let description = "HTTP \(status) \(response.reason)"
-        switch status {
-        case 200..<300:
-            return .delivered(status: status)
-        case 408, 425, 429, 500..<600:
-            let retryAfter = response.header("retry-after")
-                .flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) }
-                .map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
-            return .retryable(status: status, error: description, retryAfter: retryAfter)
-        case 300..<400:
-            return .permanent(status: status, error: description + " (redirects are not followed)")
-        default:
-            return .permanent(status: status, error: description)
-        }
+        let retryAfter = response.header("retry-after")
+            .flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) }
+            .map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
+        let verdict = DeliveryPolicy.verdict(status: status, retryAfter: retryAfter != nil)
+        var description = "HTTP \(status) \(response.reason)"
+        if (300..<400).contains(status) { description += " (redirects are not followed)" }
+        return result(verdict, status: status, error: description, retryAfter: retryAfter)
     }
 
-    /// Maps a transport failure: a bad URL or a failed TLS verification cannot be fixed by
-    /// waiting; everything else is retried on the queue's schedule.
+    /// The queue's view of a transport failure: ``DeliveryPolicy``'s verdict for its kind, with
+    /// a message for people.
     static func classify(_ error: TransportError, configuration: HTTPDelivererConfiguration) -> DeliveryResult {
+        let message: String
         switch error.kind {
-        case .invalidRequest:
-            return .permanent(status: nil, error: "invalid URL or request: \(error.message.prefix(200))")
-        case .tlsFailure:
-            return .permanent(status: nil, error: "TLS failure: \(error.message.prefix(200))")
-        case .connectRefused:
-            return .retryable(status: nil, error: "connection refused", retryAfter: nil)
-        case .connectionReset:
-            return .retryable(status: nil, error: "connection reset before a complete response", retryAfter: nil)
-        case .connectTimeout:
-            return .retryable(status: nil, error: "connect timeout after \(Int(configuration.connectTimeout)) s", retryAfter: nil)
-        case .readTimeout:
-            return .retryable(status: nil, error: "timeout after \(Int(configuration.totalTimeout)) s", retryAfter: nil)
-        case .dnsFailure:
-            return .retryable(status: nil, error: "DNS lookup failed: \(error.message.prefix(200))", retryAfter: nil)
-        default:
-            return .retryable(status: nil, error: "transport error: \(error.message.prefix(200))", retryAfter: nil)
+        case .invalidRequest: message = "invalid URL or request: \(error.message.prefix(200))"
+        case .tlsFailure: message = "TLS failure: \(error.message.prefix(200))"
+        case .connectRefused: message = "connection refused"
+        case .connectionReset: message = "connection reset before a complete response"
+        case .connectTimeout: message = "connect timeout after \(Int(configuration.connectTimeout)) s"
+        case .readTimeout: message = "timeout after \(Int(configuration.totalTimeout)) s"
+        case .dnsFailure: message = "DNS lookup failed: \(error.message.prefix(200))"
+        default: message = "transport error: \(error.message.prefix(200))"
+        }
+        return result(DeliveryPolicy.verdict(for: .transport(error.kind)), status: nil, error: message, retryAfter: nil)
+    }
+
+    /// A verdict as the queue's `DeliveryResult`: what the durable tier does with it (the
+    /// in-process tier is over by now).
+    static func result(_ verdict: DeliveryPolicy.Verdict, status: Int?, error: String, retryAfter: Double?) -> DeliveryResult {
+        switch verdict.durable {
+        case .succeed: return .delivered(status: status ?? 200)
+        case .retryNow, .retryLater, .postpone: return .retryable(status: status, error: error, retryAfter: retryAfter)
+        case .park, .dead: return .permanent(status: status, error: error)
+        }
+    }
+}
+
+extension DestinationSignal {
+    /// The receiver signal of a ``DeliveryPolicy`` verdict.
+    init(_ signal: DeliveryPolicy.ReceiverSignal) {
+        switch signal {
+        case .answered: self = .answered
+        case .failed: self = .failed
+        case .gone: self = .gone
+        case .none: self = .none
         }
     }
 }

@@ -2,6 +2,7 @@ import CourierCore
 import CourierTesting
 import Foundation
 import Postgres
+import RetryClient
 import XCTest
 
 /// Migration 0004's roles: a login role that is a member of `courier_producer`,
@@ -102,6 +103,7 @@ final class RolesTests: XCTestCase {
             "SELECT body FROM courier.jobs",
             "SELECT id FROM courier.jobs",
             "SELECT signing_secret FROM courier.queues",
+            "SELECT oauth_client_secret FROM courier.queues",
             "SELECT name FROM courier.queues",
             "SELECT error FROM courier.attempts",
             "INSERT INTO courier.jobs (url) VALUES ('https://a.example/')",
@@ -146,7 +148,12 @@ final class RolesTests: XCTestCase {
 
     func testWorkerRunsEveryWorkerStatementAndCannotRewriteRequests() throws {
         let queue = "work"
-        try owner.query("INSERT INTO courier.queues (name, retry_schedule, signing_secret) VALUES ($1, '{1 second}', 'whsec_AAAA')", [queue])
+        try owner.query(
+            """
+            INSERT INTO courier.queues (name, retry_schedule, signing_secret, oauth_token_url, oauth_client_id,
+                                        oauth_client_secret, oauth_scope)
+            VALUES ($1, '{1 second}', 'whsec_AAAA', 'https://id.example/token', 'cid', 'csecret', 'hooks')
+            """, [queue])
         for i in 0..<4 {
             try owner.query(
                 "SELECT courier.enqueue(url => $1, payload => '{}', queue => $2, max_attempts => 2)",
@@ -154,10 +161,10 @@ final class RolesTests: XCTestCase {
         }
         let worker = try connect(as: "courier_worker")
         for (index, sql) in [
-            WorkerStatements.claimBatch, WorkerStatements.claimCandidates, WorkerStatements.claimOne,
-            WorkerStatements.quarantineDue, WorkerStatements.quarantineRunning, WorkerStatements.completeBatch,
-            WorkerStatements.heartbeat, WorkerStatements.release, WorkerStatements.tryMaintenanceLock,
-            WorkerStatements.rescueExpired, WorkerStatements.deleteExpiredFinished, WorkerStatements.queueDepth,
+            WorkerStatements.claimBatch.sql, WorkerStatements.claimCandidates.sql, WorkerStatements.claimOne.sql,
+            WorkerStatements.quarantineDue.sql, WorkerStatements.quarantineRunning.sql, WorkerStatements.completeBatch.sql,
+            WorkerStatements.heartbeat.sql, WorkerStatements.release.sql, WorkerStatements.tryMaintenanceLock.sql,
+            WorkerStatements.rescueExpired.sql, WorkerStatements.deleteExpiredFinished.sql, WorkerStatements.queueDepth.sql,
         ].enumerated() {
             XCTAssertNoThrow(try worker.prepare(name: "worker_\(index)", sql: sql), sql)
         }
@@ -169,6 +176,10 @@ final class RolesTests: XCTestCase {
         let claimed = try store.claim(queues: [queue], limit: 4, leaseMilliseconds: 30_000)
         XCTAssertEqual(claimed.count, 4)
         XCTAssertEqual(claimed.first?.signingSecret, "whsec_AAAA")
+        XCTAssertEqual(
+            claimed.first?.oauth,
+            OAuth2ClientCredentials(tokenURL: "https://id.example/token", clientID: "cid", clientSecret: "csecret", scope: "hooks"))
+        XCTAssertFalse("\(claimed[0])".contains("csecret"), "a claimed job prints without its OAuth secret")
         XCTAssertEqual(try store.heartbeat(claimed.map(\.id), leaseMilliseconds: 30_000).count, 4)
         XCTAssertEqual(try store.release([(claimed[3].id, claimed[3].attempt)], delayMilliseconds: 0), 1)
         let now = Date()
@@ -195,18 +206,18 @@ final class RolesTests: XCTestCase {
         XCTAssertEqual(report.deletedSucceeded, 1)
         XCTAssertEqual(try store.queueDepth(queues: [queue]).map(\.queue), [queue])
         // The isolation path: one job claimed alone, and rows moved to the dead letters.
-        let candidates = try worker.query(WorkerStatements.claimCandidates, [PostgresArray([queue]), 10])
+        let candidates = try worker.query(WorkerStatements.claimCandidates.sql, [PostgresArray([queue]), 10])
         XCTAssertGreaterThan(candidates.rowCount, 0)
         let candidate: Int64 = try candidates[0].decode(0)
-        let alone = try worker.query(WorkerStatements.claimOne, [candidate, "w-role", 30_000])
+        let alone = try worker.query(WorkerStatements.claimOne.sql, [candidate, "w-role", 30_000])
         XCTAssertEqual(alone.rowCount, 1)
         let attempt: Int = try alone[0].decode(6)
         XCTAssertEqual(
-            try worker.query(WorkerStatements.quarantineRunning, [candidate, attempt, "w-role", "unreadable row"])
+            try worker.query(WorkerStatements.quarantineRunning.sql, [candidate, attempt, "w-role", "unreadable row"])
                 .affectedRows, 1)
         try owner.query(
             "UPDATE courier.jobs SET state = 'pending', finished_at = NULL, attempt = 0 WHERE id = $1", [candidate])
-        XCTAssertEqual(try worker.query(WorkerStatements.quarantineDue, [candidate, "unclaimable row"]).affectedRows, 1)
+        XCTAssertEqual(try worker.query(WorkerStatements.quarantineDue.sql, [candidate, "unclaimable row"]).affectedRows, 1)
 
         for sql in [
             "UPDATE courier.jobs SET url = 'https://evil.example/'",
@@ -227,6 +238,7 @@ final class RolesTests: XCTestCase {
             AdminStatements.cancelJobs.sql, AdminStatements.retryJobsNow.sql, AdminStatements.requeueDeadByID.sql,
             AdminStatements.countDead.sql, AdminStatements.requeueDeadBatch.sql, AdminStatements.countPurgeable.sql,
             AdminStatements.purgeBatch.sql, AdminStatements.listQueues.sql, AdminStatements.setPaused.sql, AdminStatements.setQueue.sql,
+            AdminStatements.setQueueOAuth.sql,
             AdminStatements.statsActive.sql, AdminStatements.statsLastHour.sql, AdminStatements.statsLatency.sql,
             AdminStatements.statsEstimate.sql, AdminStatements.pausedQueues.sql, AdminStatements.countCancellable.sql,
             AdminStatements.cancelBatch.sql, AdminStatements.queueExists.sql, AdminStatements.knownQueues.sql,

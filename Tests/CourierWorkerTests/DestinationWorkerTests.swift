@@ -15,15 +15,6 @@ final class DestinationWorkerTests: WorkerTestCase {
         try probe.forgetDestinations()
     }
 
-    private func waitFor(_ timeout: Double, _ condition: () throws -> Bool) throws -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        return try condition()
-    }
-
     func testTwoWorkersNeverRunMoreThanTheCapAtOneSlowReceiver() async throws {
         let log = self.log
         let hold = 0.4

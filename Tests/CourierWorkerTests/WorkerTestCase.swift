@@ -40,6 +40,16 @@ class WorkerTestCase: XCTestCase {
         return (process, errors)
     }
 
+    /// Polls `condition` every 50 ms until it holds or `timeout` seconds pass; returns whether it held.
+    func waitFor(_ timeout: Double, _ condition: () throws -> Bool) throws -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return try condition()
+    }
+
     override func tearDown() async throws {
         for process in processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
         pools.forEach { $0.shutdown() }

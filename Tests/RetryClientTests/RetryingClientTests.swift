@@ -78,8 +78,10 @@ final class RetryingClientTests: XCTestCase {
         let stub = StubTransport { _, _ in throw SampleError(retryable: true) }
         let client = RetryingClient(transport: stub, interceptor: Interceptor(retriers: [instantPolicy()]))
         let outcome = await client.send(OutboundRequest(url: "http://127.0.0.1:9/hook"))
-        guard case .gaveUp(_, let last, 1) = outcome else { return XCTFail("got \(outcome)") }
+        guard case .gaveUp(_, let last, let attempts) = outcome else { return XCTFail("got \(outcome)") }
         XCTAssertEqual(last.transportError?.kind, .other)
+        // `other` is retried like any failure without a usable answer (DeliveryPolicy).
+        XCTAssertEqual(attempts, 6)
     }
 
     func testFailingAdapterStopsWithoutSending() async throws {

@@ -340,7 +340,7 @@ enum JobsOutput {
                     "duration_ms": (attempt.durationMilliseconds * 10).rounded() / 10,
                     "status": Output.orNull(attempt.status),
                     "error": Output.orNull(attempt.error.map(Redaction.message)),
-                    "worker": Redaction.text(attempt.worker),
+                    "worker": Redaction.text(attempt.worker), "in_process": attempt.inProcess,
                     "response_excerpt": Output.orNull(
                         attempt.responseExcerpt.map { Redaction.message(Output.escaped($0)) }),
                 ]
@@ -376,7 +376,8 @@ enum JobsOutput {
         var rows = [["#", "STARTED", "DURATION", "STATUS", "ERROR", "WORKER"]]
         for attempt in job.attempts {
             rows.append([
-                String(attempt.attempt), Output.timestamp(attempt.startedAt),
+                attempt.inProcess ? "\(attempt.attempt) (in process)" : String(attempt.attempt),
+                Output.timestamp(attempt.startedAt),
                 String(format: "%.1f ms", attempt.durationMilliseconds), attempt.status.map(String.init) ?? "-",
                 Output.clip(Redaction.message(attempt.error ?? ""), 60), Redaction.text(attempt.worker),
             ])

@@ -86,6 +86,7 @@ extension QueuesCommand {
                     "keep_succeeded_seconds": Output.orNull(retention.keepSucceeded),
                     "keep_cancelled_seconds": Output.orNull(retention.keepCancelled),
                     "keep_dead_seconds": Output.orNull(retention.keepDead),
+                    "oauth": OAuthOptions.json(settings),
                     "jobs": states, "lag_seconds": (lag * 1000).rounded() / 1000,
                 ])
                 return
@@ -97,6 +98,7 @@ extension QueuesCommand {
                 ["Max attempts", settings?.maxAttempts.map(String.init) ?? "default (10)"],
                 ["Retry schedule", Output.schedule(settings?.retrySchedule)],
                 ["Signed", (settings?.signed ?? false) ? "yes" : "no"],
+                ["OAuth", OAuthOptions.summary(settings)],
                 ["Max in flight", settings?.maxInFlight.map(String.init) ?? "default"],
                 ["Keep succeeded", keep(retention.keepSucceeded, "7d")],
                 ["Keep cancelled", keep(retention.keepCancelled, "7d")],

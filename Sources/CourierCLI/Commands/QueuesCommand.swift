@@ -42,7 +42,7 @@ struct QueuesCommand: ParsableCommand {
                         "name": Redaction.text(queue.name), "paused": queue.paused,
                         "max_attempts": Output.orNull(queue.maxAttempts),
                         "retry_schedule_seconds": Output.orNull(queue.retrySchedule), "signed": queue.signed,
-                        "max_in_flight": Output.orNull(queue.maxInFlight),
+                        "max_in_flight": Output.orNull(queue.maxInFlight), "oauth": OAuthOptions.json(queue),
                     ]
                 })
                 return
@@ -51,13 +51,13 @@ struct QueuesCommand: ParsableCommand {
                 print("No queues yet (a queue exists once it has settings or unfinished jobs).")
                 return
             }
-            var rows = [["NAME", "PAUSED", "MAX ATTEMPTS", "RETRY SCHEDULE", "SIGNED", "MAX IN FLIGHT"]]
+            var rows = [["NAME", "PAUSED", "MAX ATTEMPTS", "RETRY SCHEDULE", "SIGNED", "MAX IN FLIGHT", "OAUTH"]]
             for queue in queues {
                 rows.append([
                     Redaction.text(queue.name), queue.paused ? "yes" : "no",
                     queue.maxAttempts.map(String.init) ?? "default (10)",
                     Output.schedule(queue.retrySchedule), queue.signed ? "yes" : "no",
-                    queue.maxInFlight.map(String.init) ?? "default",
+                    queue.maxInFlight.map(String.init) ?? "default", queue.oauthTokenURL == nil ? "no" : "yes",
                 ])
             }
             print(TextTable.render(rows))
@@ -134,6 +134,17 @@ struct QueuesCommand: ParsableCommand {
                   courier queues set billing --signing-secret-file /etc/courier/billing.secret
                   courier queues set billing --max-in-flight default --clear-signing-secret
                   courier queues set invoices --create --max-attempts 3
+                  courier queues set partner --oauth-token-url https://id.example.com/oauth/token \
+                      --oauth-client-id courier --oauth-client-secret-file /etc/courier/partner.secret \
+                      --oauth-scope hooks.write
+                  courier queues set partner --no-oauth
+
+                With OAuth2 client credentials the worker obtains a bearer token from the token
+                URL (HTTP Basic with the client id and secret, grant_type=client_credentials),
+                sends it with every request of the queue, fetches a new one shortly before it
+                expires, and after a 401 from the receiver fetches one and retries once. The
+                client secret is read from a file (or - for stdin; without the flag, from the
+                environment variable COURIER_OAUTH_CLIENT_SECRET) and never printed.
 
                 A name with neither settings nor jobs is refused (exit code 3, naming close
                 matches) unless --create is given.
@@ -158,6 +169,7 @@ struct QueuesCommand: ParsableCommand {
         @Flag(help: "Create the queue's settings when it has none and no jobs yet.")
         var create = false
         @OptionGroup var keep: KeepOptions
+        @OptionGroup var oauth: OAuthOptions
 
         func run() throws {
             var change = QueueSettingsChange()
@@ -173,8 +185,9 @@ struct QueuesCommand: ParsableCommand {
             if let signingSecretFile { change.signingSecret = .some(try Self.readSecret(signingSecretFile)) }
             if clearSigningSecret { change.signingSecret = .some(nil) }
             let retention = try keep.change()
-            guard !change.isEmpty || !retention.isEmpty else {
-                throw CLIError.usage("nothing to change: give --max-attempts, --retry-schedule, --signing-secret-file, --clear-signing-secret, --max-in-flight or --keep-succeeded, --keep-cancelled, --keep-dead")
+            let oauthChange = try oauth.change()
+            guard !change.isEmpty || !retention.isEmpty || oauthChange != nil else {
+                throw CLIError.usage("nothing to change: give --max-attempts, --retry-schedule, --signing-secret-file, --clear-signing-secret, --max-in-flight, --keep-succeeded, --keep-cancelled, --keep-dead, --oauth-token-url or --no-oauth")
             }
             let connection = try database.connect()
             defer { connection.close() }
@@ -184,6 +197,7 @@ struct QueuesCommand: ParsableCommand {
             }
             if !change.isEmpty { try store.update(name, change) }
             try store.updateRetention(name, retention)
+            if let oauthChange { try store.updateOAuth(name, oauthChange) }
             let settings = try store.queues().first { $0.name == name }
             let kept = try store.retention(of: name)
             if output.json {
@@ -194,10 +208,12 @@ struct QueuesCommand: ParsableCommand {
                     "keep_succeeded_seconds": Output.orNull(kept.keepSucceeded),
                     "keep_cancelled_seconds": Output.orNull(kept.keepCancelled),
                     "keep_dead_seconds": Output.orNull(kept.keepDead),
+                    "oauth": OAuthOptions.json(settings),
                 ])
             } else {
                 print("Queue \(name): max attempts \(settings?.maxAttempts.map(String.init) ?? "default"), retry schedule \(Output.schedule(settings?.retrySchedule)), signed \((settings?.signed ?? false) ? "yes" : "no"), max in flight \(settings?.maxInFlight.map(String.init) ?? "default").")
                 if !retention.isEmpty { print(KeepOptions.summary(kept)) }
+                if oauthChange != nil { print("OAuth: \(OAuthOptions.summary(settings)).") }
             }
         }
 

@@ -1,4 +1,5 @@
 import Foundation
+import RetryClient
 import Postgres
 
 /// A row of `courier jobs list` / `courier dead list`.
@@ -42,6 +43,8 @@ public struct AttemptSummary: Sendable, Equatable {
     public var error: String?
     public var worker: String
     public var responseExcerpt: String?
+    /// True for a request repeated in process within the attempt (migration 0008).
+    public var inProcess: Bool = false
 }
 
 /// What happened to one id of a cancel, retry-now or requeue.
@@ -106,6 +109,23 @@ public struct QueueSettings: Sendable, Equatable {
     /// Whether a signing secret is set (the secret itself never leaves the database here).
     public var signed: Bool
     public var maxInFlight: Int?
+    /// The OAuth2 token URL when the queue's requests carry a bearer token (migration 0008).
+    /// The client secret never leaves the database here.
+    public var oauthTokenURL: String? = nil
+    /// The OAuth2 client id, when set.
+    public var oauthClientID: String? = nil
+    /// The OAuth2 scope, when set.
+    public var oauthScope: String? = nil
+    /// The OAuth2 audience, when set.
+    public var oauthAudience: String? = nil
+}
+
+/// A change of a queue's OAuth2 client credentials: set all of them, or remove them.
+public enum QueueOAuthChange: Sendable {
+    /// Sets the credentials (token URL, client id, secret, optional scope and audience).
+    case set(OAuth2ClientCredentials)
+    /// Removes them: the queue's requests go without a bearer token again.
+    case remove
 }
 
 /// A change of queue settings: nil leaves a field alone, `.some(nil)` restores the default.

@@ -133,7 +133,7 @@ public struct AdminStore {
             AttemptSummary(
                 attempt: try row.decode(0), startedAt: try row.decode(1), finishedAt: try row.decode(2),
                 durationMilliseconds: try row.decode(3), status: try row.decode(4), error: try row.decode(5),
-                worker: try row.decode(6), responseExcerpt: try row.decode(7))
+                worker: try row.decode(6), responseExcerpt: try row.decode(7), inProcess: try row.decode(8))
         }
         return JobDetail(
             summary: summary, headers: headers, body: try row.decode(7),
@@ -245,7 +245,17 @@ public struct AdminStore {
             return QueueSettings(
                 name: try row.decode(0), paused: try row.decode(1), maxAttempts: try row.decode(2),
                 retrySchedule: scheduleText.flatMap { PostgresArray.parse($0) }.map { $0.compactMap { $0.flatMap(Double.init) } },
-                signed: try row.decode(4), maxInFlight: try row.decode(5))
+                signed: try row.decode(4), maxInFlight: try row.decode(5), oauthTokenURL: try row.decode(6),
+                oauthClientID: try row.decode(7), oauthScope: try row.decode(8), oauthAudience: try row.decode(9))
+        }
+    }
+
+    /// Sets or removes queue `queue`'s OAuth2 client credentials, creating its settings row if
+    /// needed (the caller checks that the queue is known).
+    public func updateOAuth(_ queue: String, _ change: QueueOAuthChange) throws {
+        switch change {
+        case .set(let oauth): try connection.run(AdminStatements.setQueueOAuth, (queue: queue, credentials: oauth))
+        case .remove: try connection.run(AdminStatements.setQueueOAuth, (queue: queue, credentials: nil))
         }
     }
 

@@ -11,6 +11,7 @@ public enum EmbeddedMigrations {
         Migration(fileName: "0005_destinations.sql", bytes: PackageResources._005_destinations_sql),
         Migration(fileName: "0006_retention.sql", bytes: PackageResources._006_retention_sql),
         Migration(fileName: "0007_claim_index.sql", bytes: PackageResources._007_claim_index_sql),
-        Migration(fileName: "0008_web_audit.sql", bytes: PackageResources._008_web_audit_sql),
+        Migration(fileName: "0008_queue_oauth.sql", bytes: PackageResources._008_queue_oauth_sql),
+        Migration(fileName: "0009_web_audit.sql", bytes: PackageResources._009_web_audit_sql),
     ]
 }

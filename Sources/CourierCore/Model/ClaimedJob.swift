@@ -1,4 +1,5 @@
 import Foundation
+import RetryClient
 
 /// A job as a worker holds it after claiming: everything needed to send it and to record the
 /// outcome, and nothing else.
@@ -33,12 +34,14 @@ public struct ClaimedJob: Sendable, Equatable {
     /// What a 410 Gone does: true parks the job (and the destination is disabled), false makes
     /// it dead (`courier.destinations.disable_on_gone`).
     public var parkOnGone: Bool
+    /// The queue's OAuth2 client credentials, when its requests carry a bearer token.
+    public var oauth: OAuth2ClientCredentials?
 
     /// Creates a claimed job.
     public init(
         id: Int64, queue: String, method: String, url: String, headers: [(String, String)], body: [UInt8]?,
         attempt: Int, maxAttempts: Int, schedule: RetrySchedule, signingSecret: String?, queueMaxInFlight: Int?,
-        postponements: Int = 0, host: String? = nil, parkOnGone: Bool = true
+        postponements: Int = 0, host: String? = nil, parkOnGone: Bool = true, oauth: OAuth2ClientCredentials? = nil
     ) {
         self.id = id
         self.queue = queue
@@ -53,6 +56,7 @@ public struct ClaimedJob: Sendable, Equatable {
         self.queueMaxInFlight = queueMaxInFlight
         self.postponements = postponements
         self.parkOnGone = parkOnGone
+        self.oauth = oauth
         self.host = host ?? URLComponents(string: url)?.host?.lowercased() ?? ""
     }
 
@@ -81,11 +85,16 @@ public struct AttemptRecord: Sendable, Equatable {
     public var host: String
     /// What the outcome says about the destination.
     public var signal: DestinationSignal
+    /// Requests of this attempt that the worker repeated in process before the one that decided
+    /// it (a refused or reset connection, a 401 answered with a fresh token), oldest first: each
+    /// gets its own `courier.attempts` row, marked `in_process`.
+    public var inProcess: [InProcessAttempt]
 
     /// Creates a record; the signal defaults to what `result` says (`DestinationSignal.of`).
     public init(
         jobID: Int64, attempt: Int, transition: JobTransition, result: DeliveryResult, startedAt: Date,
-        finishedAt: Date, responseExcerpt: String?, host: String = "", signal: DestinationSignal? = nil
+        finishedAt: Date, responseExcerpt: String?, host: String = "", signal: DestinationSignal? = nil,
+        inProcess: [InProcessAttempt] = []
     ) {
         self.jobID = jobID
         self.attempt = attempt
@@ -96,5 +105,30 @@ public struct AttemptRecord: Sendable, Equatable {
         self.responseExcerpt = responseExcerpt
         self.host = host
         self.signal = signal ?? DestinationSignal.of(result)
+        self.inProcess = inProcess
+    }
+}
+
+/// A request the worker sent and then repeated within the same attempt: it reached the
+/// receiver (or tried to) but did not decide the job.
+public struct InProcessAttempt: Sendable, Equatable {
+    /// When it was sent.
+    public var startedAt: Date
+    /// When its answer or failure was known.
+    public var finishedAt: Date
+    /// The HTTP status, when a response arrived.
+    public var status: Int?
+    /// Why it did not count.
+    public var error: String
+    /// At most 20,000 bytes of the response body, as text.
+    public var responseExcerpt: String?
+
+    /// Creates a record.
+    public init(startedAt: Date, finishedAt: Date, status: Int?, error: String, responseExcerpt: String? = nil) {
+        self.startedAt = startedAt
+        self.finishedAt = finishedAt
+        self.status = status
+        self.error = error
+        self.responseExcerpt = responseExcerpt
     }
 }

@@ -1,3 +1,5 @@
+import RetryClient
+
 /// What a delivery attempt came to, as the queue sees it.
 public enum DeliveryResult: Sendable, Equatable {
     /// A 2xx response.
@@ -86,16 +88,19 @@ public enum JobTransition: Sendable, Equatable {
         result: DeliveryResult, attempt: Int, maxAttempts: Int, schedule: RetrySchedule, postponements: Int = 0,
         parkOnGone: Bool = true, random: Double
     ) -> JobTransition {
+        // Which statuses park or postpone is `DeliveryPolicy`'s decision; what is decided here
+        // depends on the job: attempts left, its schedule, its postponements, its host.
         switch result {
         case .delivered:
             return .succeed
         case .permanent(let status, let error):
-            if status == 410 && parkOnGone {
-                return .park(reason: "parked: the destination answered 410 Gone and is disabled")
+            if let status, DeliveryPolicy.verdict(status: status).durable == .park, parkOnGone {
+                return .park(reason: "parked: the destination answered \(status == 410 ? "410 Gone" : "HTTP \(status)") and is disabled")
             }
             return .dead(reason: error)
-        case .retryable(let status, _, let retryAfter?)
-        where (status == 429 || status == 503) && postponements < maximumPostponements:
+        case .retryable(let status?, _, let retryAfter?)
+        where DeliveryPolicy.verdict(status: status, retryAfter: true).durable == .postpone
+            && postponements < maximumPostponements:
             return .postpone(delay: min(max(retryAfter, 0), maximumRetryAfter))
         case .retryable(_, let error, let retryAfter):
             guard attempt < maxAttempts else {
@@ -123,19 +128,20 @@ public enum DestinationSignal: String, Sendable, Equatable {
     /// delivery cut off by the worker's shutdown.
     case none
 
-    /// Classifies a delivery result.
+    /// Classifies a delivery result: a response by `DeliveryPolicy`'s receiver signal for its
+    /// status; without one, a retryable failure failed the receiver and a permanent one (a
+    /// refused target, an invalid request) says nothing about it.
     public static func of(_ result: DeliveryResult) -> DestinationSignal {
         switch result {
-        case .delivered:
-            return .answered
+        case .delivered(let status):
+            return DestinationSignal(rawValue: DeliveryPolicy.verdict(status: status).receiver.rawValue) ?? .answered
         case .permanent(let status?, _):
-            return status == 410 ? .gone : .answered
+            return DestinationSignal(rawValue: DeliveryPolicy.verdict(status: status).receiver.rawValue) ?? .answered
+        case .retryable(let status?, _, let retryAfter):
+            let verdict = DeliveryPolicy.verdict(status: status, retryAfter: retryAfter != nil)
+            return DestinationSignal(rawValue: verdict.receiver.rawValue) ?? .failed
         case .permanent(nil, _):
             return .none
-        case .retryable(let status?, _, _):
-            if status == 429 { return .none }
-            if status == 425 { return .answered }
-            return .failed
         case .retryable(nil, _, _):
             return .failed
         }

@@ -1,3 +1,5 @@
+import RetryClient
+
 /// The delays between attempts of a job: the delay after attempt 1, 2, ...; the last entry
 /// repeats when attempts outnumber it. Each delay is multiplied by a uniform jitter factor.
 public struct RetrySchedule: Sendable, Equatable {
@@ -24,14 +26,14 @@ public struct RetrySchedule: Sendable, Equatable {
 
     /// The delay before the attempt after `attempt` (1-based), before jitter.
     public func baseDelay(afterAttempt attempt: Int) -> Double {
-        guard let last = delays.last else { return 0 }
-        let index = max(0, attempt - 1)
-        return index < delays.count ? delays[index] : last
+        backoff.baseSeconds(afterFailure: attempt)
     }
 
     /// The delay before the next attempt, with jitter drawn from `random` (a value in [0, 1)).
     public func delay(afterAttempt attempt: Int, random: Double) -> Double {
-        let factor = 1 - jitter + 2 * jitter * min(max(random, 0), 1)
-        return baseDelay(afterAttempt: attempt) * factor
+        backoff.seconds(afterFailure: attempt, random: random)
     }
+
+    /// The schedule as a ``Backoff`` (the steps, proportional jitter).
+    public var backoff: Backoff { .steps(delays, jitter: .proportional(jitter)) }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import RetryClient
 
 /// The statements of the admin CLI. Each reads or changes jobs through the indexes of
 /// `0001_init.sql`, and every change is guarded by the state it expects (a cancel never touches
@@ -200,7 +201,8 @@ public enum AdminStatements {
 
     /// A job's attempts in order (served by `attempts_job_idx`).
     public static let jobAttempts = Statement<Int64>("""
-        SELECT attempt, started_at, finished_at, duration_ms, status, error, worker, left(response_excerpt, 300)
+        SELECT attempt, started_at, finished_at, duration_ms, status, error, worker, left(response_excerpt, 300),
+               in_process
         FROM courier.attempts WHERE job_id = $1 ORDER BY id
         """) { [$0] }
 
@@ -354,7 +356,8 @@ public enum AdminStatements {
         SELECT n.name, coalesce(q.paused, false), q.max_attempts,
                (SELECT array_agg(extract(epoch FROM d)::float8 ORDER BY k)
                 FROM unnest(q.retry_schedule) WITH ORDINALITY AS u(d, k)) AS retry_s,
-               q.signing_secret IS NOT NULL, q.max_in_flight
+               q.signing_secret IS NOT NULL, q.max_in_flight,
+               q.oauth_token_url, q.oauth_client_id, q.oauth_scope, q.oauth_audience
         FROM (
             SELECT name FROM courier.queues
             UNION
@@ -417,6 +420,21 @@ public enum AdminStatements {
             (change.retrySchedule ?? nil).map { PostgresArray($0) }, change.signingSecret != nil,
             change.signingSecret ?? nil, change.maxInFlight != nil, change.maxInFlight ?? nil,
         ]
+    }
+
+    /// Sets a queue's OAuth2 client credentials, or removes them (nil), creating its settings
+    /// row if needed.
+    public static let setQueueOAuth = Statement<(queue: String, credentials: OAuth2ClientCredentials?)>("""
+        INSERT INTO courier.queues AS q (name, oauth_token_url, oauth_client_id, oauth_client_secret, oauth_scope,
+                                         oauth_audience)
+        VALUES ($1, $2, $3, $4, $5, $6)
+        ON CONFLICT (name) DO UPDATE SET
+            oauth_token_url = excluded.oauth_token_url, oauth_client_id = excluded.oauth_client_id,
+            oauth_client_secret = excluded.oauth_client_secret, oauth_scope = excluded.oauth_scope,
+            oauth_audience = excluded.oauth_audience, updated_at = now()
+        """) { queue, credentials in
+        [queue, credentials?.tokenURL, credentials?.clientID, credentials?.clientSecret, credentials?.scope,
+         credentials?.audience]
     }
 
     /// Unfinished and dead jobs per queue and state (exact, over `jobs_state_queue_idx`),

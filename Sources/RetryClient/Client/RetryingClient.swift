@@ -45,6 +45,20 @@ public struct RetryingClient: Sendable {
     /// If the task is cancelled, the call stops after the current attempt (or during a wait) and
     /// returns `.retryLater(after: .zero, …)`, because a cancelled delivery was not refused.
     public func send(_ request: OutboundRequest) async -> RetryOutcome {
+        await sendTraced(request).outcome
+    }
+
+    /// Sends `request` like ``send(_:)`` and also returns every attempt that went to the
+    /// transport (an attempt whose adapter failed was never sent and is not in it), oldest
+    /// first: what a caller that keeps a delivery history records, since an in-process retry
+    /// is a request the receiver saw too.
+    public func sendTraced(_ request: OutboundRequest) async -> (outcome: RetryOutcome, sent: [SentAttempt]) {
+        var sent: [SentAttempt] = []
+        let outcome = await send(request, sent: &sent)
+        return (outcome, sent)
+    }
+
+    private func send(_ request: OutboundRequest, sent trace: inout [SentAttempt]) async -> RetryOutcome {
         let startedAt = ContinuousClock.now
         let startDate = Date()
         var failures: [AttemptFailure] = []
@@ -61,12 +75,16 @@ public struct RetryingClient: Sendable {
             let failure: AttemptFailure
             do {
                 sent = try await interceptor.adapt(request, context: context)
+                let sentAt = Date()
                 do {
                     let response = try await transport.send(sent)
+                    trace.append(SentAttempt(attempt: attempt, startedAt: sentAt, finishedAt: Date(), result: .success(response)))
                     if response.isSuccess { return .delivered(response, attempts: attempt) }
                     failure = .response(response)
                 } catch {
-                    failure = .transport(AsyncHTTPClientTransport.classify(error))
+                    let classified = AsyncHTTPClientTransport.classify(error)
+                    trace.append(SentAttempt(attempt: attempt, startedAt: sentAt, finishedAt: Date(), result: .failure(classified)))
+                    failure = .transport(classified)
                 }
             } catch {
                 failure = .adapter(error)
@@ -109,5 +127,25 @@ public struct RetryingClient: Sendable {
             }
             failures.append(failure)
         }
+    }
+}
+
+/// One attempt that went to the transport, as ``RetryingClient/sendTraced(_:)`` reports it.
+public struct SentAttempt: Sendable {
+    /// The attempt number within the call, from 1.
+    public var attempt: Int
+    /// When it was handed to the transport.
+    public var startedAt: Date
+    /// When its response or failure was known.
+    public var finishedAt: Date
+    /// The response (any status), or why none arrived.
+    public var result: Result<HTTPResponseSummary, TransportError>
+
+    /// Creates a record.
+    public init(attempt: Int, startedAt: Date, finishedAt: Date, result: Result<HTTPResponseSummary, TransportError>) {
+        self.attempt = attempt
+        self.startedAt = startedAt
+        self.finishedAt = finishedAt
+        self.result = result
     }
 }

@@ -7,16 +7,8 @@ import Foundation
 /// capped at ``maximumBackoff``, then jittered, then capped again, so no delay ever exceeds the
 /// cap. With the defaults: 0.5 s, 1 s, 2 s, 4 s, 8 s, each ×[0.8, 1.2].
 public struct RetryPolicy: RequestRetrier {
-    /// How the computed delay is randomized, so that many clients failing together do not
-    /// retry together.
-    public enum Jitter: Sendable, Equatable {
-        /// The exact delay.
-        case none
-        /// Uniform in `[0, delay]` ("full jitter").
-        case full
-        /// Uniform in `[delay × (1 − f), delay × (1 + f)]`; `f` is clamped to `[0, 1]`.
-        case proportional(Double)
-    }
+    /// How the computed delay is randomized (see ``Backoff/Jitter``).
+    public typealias Jitter = Backoff.Jitter
 
     /// Every method the client sends, so `POST` included.
     ///
@@ -24,14 +16,13 @@ public struct RetryPolicy: RequestRetrier {
     /// stable `webhook-id` that receivers use to drop duplicates.
     public static let allMethods: Set<String> = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE", "POST", "PATCH"]
 
-    /// The statuses worth retrying: 408, 425, 429, 500, 502, 503, 504.
-    public static let defaultRetryableStatusCodes: Set<Int> = [408, 425, 429, 500, 502, 503, 504]
+    /// The statuses worth retrying: those ``DeliveryPolicy`` retries (408, 425, 429, and 5xx
+    /// but 501 and 505).
+    public static let defaultRetryableStatusCodes: Set<Int> = DeliveryPolicy.retriedStatuses
 
-    /// The transport failures worth retrying: refused, connect timeout, DNS failure, reset,
-    /// read timeout. TLS failures and invalid requests will fail the same way again.
-    public static let defaultRetryableTransportErrorKinds: Set<TransportError.Kind> = [
-        .connectRefused, .connectTimeout, .dnsFailure, .connectionReset, .readTimeout,
-    ]
+    /// The transport failures worth retrying: those ``DeliveryPolicy`` retries (all but TLS
+    /// failures and invalid requests, which fail the same way again).
+    public static let defaultRetryableTransportErrorKinds: Set<TransportError.Kind> = DeliveryPolicy.retriedTransportKinds
 
     /// Retries after the first attempt; `5` means at most 6 attempts in all. Default 5.
     public var retryLimit: Int
@@ -84,25 +75,18 @@ public struct RetryPolicy: RequestRetrier {
         self.now = now
     }
 
+    /// The backoff these settings describe: exponential from ``exponentialBackoffScale`` by
+    /// ``exponentialBackoffBase``, capped at ``maximumBackoff``, with ``jitter``.
+    public var backoff: Backoff {
+        .exponential(
+            initial: exponentialBackoffScale, base: exponentialBackoffBase, maximum: maximumBackoff, jitter: jitter)
+    }
+
     /// The delay before the attempt after failed attempt `n` (1-based), jitter drawn from `rng`.
     ///
     /// Pure: the same policy, `n` and generator state give the same delay.
     public func delay<G: RandomNumberGenerator>(forAttempt n: Int, using rng: inout G) -> Duration {
-        let cap = max(0, maximumBackoff.inSeconds)
-        let exponent = Double(max(0, n - 1))
-        let base = min(cap, exponentialBackoffScale.inSeconds * pow(exponentialBackoffBase, exponent))
-        let jittered: Double
-        switch jitter {
-        case .none:
-            jittered = base
-        case .full:
-            jittered = Double.random(in: 0...1, using: &rng) * base
-        case .proportional(let fraction):
-            let f = min(1, max(0, fraction))
-            jittered = base * Double.random(in: (1 - f)...(1 + f), using: &rng)
-        }
-        let seconds = min(cap, max(0, jittered))
-        return seconds.isFinite ? .seconds(seconds) : .seconds(cap)
+        backoff.delay(afterFailure: n, using: &rng)
     }
 
     /// The delay after failed attempt `n`, jitter drawn from ``randomSource``.

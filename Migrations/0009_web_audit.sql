@@ -1,4 +1,4 @@
--- Courier 0008: the audit log of the web console (`courier web`).
+-- Courier 0009: the audit log of the web console (`courier web`).
 --
 -- Every action taken in the console (pause or resume a queue, requeue one dead job or all that
 -- match a filter, enable or disable a destination) writes one row here, in the transaction of
