@@ -39,7 +39,17 @@ final class BrowserTests: WebTestCase {
             let shown = try await session.text(#"tr[data-queue="billing"] td[data-field="\#(state)"]"#)
             XCTAssertEqual(shown, String(try row.decode(1, as: Int.self)), state)
         }
-        try await session.screenshot(to: WebTestCase.repositoryRoot.appendingPathComponent("docs/images/web-queues.png"))
+        // The README's screenshot is rewritten only on request (COURIER_UPDATE_SCREENSHOTS=1), so
+        // a test run leaves the work tree as it found it; otherwise it goes to a temporary file.
+        let update = ProcessInfo.processInfo.environment["COURIER_UPDATE_SCREENSHOTS"] == "1"
+        let shot = update
+            ? WebTestCase.repositoryRoot.appendingPathComponent("docs/images/web-queues.png")
+            : FileManager.default.temporaryDirectory.appendingPathComponent("courier-web-queues-\(UUID().uuidString).png")
+        defer { if !update { try? FileManager.default.removeItem(at: shot) } }
+        try await session.screenshot(to: shot)
+        let png = try Data(contentsOf: shot)
+        XCTAssertEqual(Array(png.prefix(8)), [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], "a PNG")
+        XCTAssertGreaterThan(png.count, 10_000)
 
         // A request without the CSRF token is refused, even from the logged-in page.
         let forged = try await session.fetchStatus(path: "/queues/pause", form: "queue=billing")
