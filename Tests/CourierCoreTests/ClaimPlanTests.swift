@@ -40,7 +40,7 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
         var plan: [String: Any] = [:]
         do {
             try connection.transaction { connection in
-                try connection.simpleQuery(WorkerStatements.claimSettings)
+                try connection.simpleQuery(WorkerStatements.claimSettings.sql)
                 let text: String = try connection.query(
                     "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE \(name)(\(arguments))"
                 )[0].decode(0)
@@ -68,7 +68,7 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
     func testClaimingAHostReadsOnlyTheJobsItTakes() throws {
         try staleStatistics()
         for (host, expected) in [("busy.example", 100), ("quiet.example", 3)] {
-            let plan = try explain(WorkerStatements.claimBatch, arguments: "'{live}', 'w', 100, 60000, 200, '{\(host)}'")
+            let plan = try explain(WorkerStatements.claimBatch.sql, arguments: "'{live}', 'w', 100, 60000, 200, '{\(host)}'")
             XCTAssertEqual((plan["Plan"] as? [String: Any])?["Actual Rows"] as? NSNumber, NSNumber(value: expected), host)
             // A claim of 100 handles about 100 rows in each step; reading the queue's 20,003 due
             // jobs (and sorting them) is the plan this guards against.
@@ -81,7 +81,7 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
 
     func testFindingTheHostsReadsOneHeadPerHostAndIsNeverCompiled() throws {
         try staleStatistics()
-        let plan = try explain(WorkerStatements.lockDestinations, arguments: "'{live}', 100")
+        let plan = try explain(WorkerStatements.lockDestinations.sql, arguments: "'{live}', 100")
         XCTAssertEqual((plan["Plan"] as? [String: Any])?["Actual Rows"] as? NSNumber, NSNumber(value: 2))
         XCTAssertLessThanOrEqual(mostRows(plan: plan), 10, "finding 2 hosts handled \(mostRows(plan: plan)) rows")
         XCTAssertNil(plan["JIT"], "the host lookup was compiled: \(plan["JIT"] ?? "")")

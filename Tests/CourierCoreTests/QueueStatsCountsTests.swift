@@ -30,7 +30,7 @@ final class QueueStatsCountsTests: OwnDatabaseTestCase {
 
     private func assertCountsExact(_ message: String, file: StaticString = #filePath, line: UInt = #line) throws {
         XCTAssertEqual(try viewCounts(), try exactCounts(), message, file: file, line: line)
-        _ = try connection.query(WorkerStatements.foldJobCounts)
+        _ = try connection.query(WorkerStatements.foldJobCounts.sql)
         XCTAssertEqual(try viewCounts(), try exactCounts(), "\(message), after a fold", file: file, line: line)
     }
 
@@ -87,13 +87,13 @@ final class QueueStatsCountsTests: OwnDatabaseTestCase {
         let other = try PostgresConnection(url)
         defer { other.close() }
         try connection.simpleQuery("BEGIN")
-        let folded: Int = try connection.query(WorkerStatements.foldJobCounts)[0].decode(0)
+        let folded: Int = try connection.query(WorkerStatements.foldJobCounts.sql)[0].decode(0)
         XCTAssertEqual(folded, 20)
         // The second fold waits on the first's rows, then finds them gone.
         let group = DispatchGroup()
         let results = ResultBox()
         DispatchQueue.global().async(group: group) {
-            results.add(Result { try other.query(WorkerStatements.foldJobCounts)[0].decode(0, as: Int.self) })
+            results.add(Result { try other.query(WorkerStatements.foldJobCounts.sql)[0].decode(0, as: Int.self) })
         }
         Thread.sleep(forTimeInterval: 0.2)
         try connection.simpleQuery("COMMIT")

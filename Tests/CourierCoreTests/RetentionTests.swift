@@ -190,19 +190,19 @@ final class RetentionTests: OwnDatabaseTestCase {
         let other = try PostgresConnection(url)
         defer { other.close() }
         try insert(3, queue: "q", state: "succeeded", age: 8 * day)
-        XCTAssertEqual(try other.query(WorkerStatements.tryMaintenanceLock)[0].decode(0, as: Bool.self), true)
+        XCTAssertEqual(try other.query(WorkerStatements.tryMaintenanceLock.sql)[0].decode(0, as: Bool.self), true)
         XCTAssertNil(try JobStore(connection: connection, workerID: "w").maintain(retention: RetentionDefaults()))
         XCTAssertEqual(try count("SELECT count(*) FROM courier.jobs"), 3)
         // A worker of an older version takes the same key per transaction: still excluded.
-        try other.query(WorkerStatements.maintenanceUnlock)
+        try other.query(WorkerStatements.maintenanceUnlock.sql)
         try other.simpleQuery("BEGIN; SELECT pg_try_advisory_xact_lock(7236833176593199461)")
         XCTAssertNil(try JobStore(connection: connection, workerID: "w").maintain(retention: RetentionDefaults()))
         try other.simpleQuery("COMMIT")
         let report = try XCTUnwrap(try JobStore(connection: connection, workerID: "w").maintain(retention: RetentionDefaults()))
         XCTAssertEqual(report.deleted, 3)
         // The pass released its lock: another session can take it now.
-        XCTAssertEqual(try other.query(WorkerStatements.tryMaintenanceLock)[0].decode(0, as: Bool.self), true)
-        try other.query(WorkerStatements.maintenanceUnlock)
+        XCTAssertEqual(try other.query(WorkerStatements.tryMaintenanceLock.sql)[0].decode(0, as: Bool.self), true)
+        try other.query(WorkerStatements.maintenanceUnlock.sql)
     }
 
     func testTwoCleanersAtOnceRemoveEachRowOnceAndNeverWaitForEachOther() throws {
@@ -214,13 +214,13 @@ final class RetentionTests: OwnDatabaseTestCase {
         let parameters: [any PostgresEncodable] = [7 * day, 7 * day, 30 * day, 60]
         // The first cleaner deletes 60 rows and keeps its transaction open, holding their locks.
         try first.simpleQuery("BEGIN")
-        let a: Int = try first.query(WorkerStatements.deleteExpiredFinished, parameters)[0].decode(0)
+        let a: Int = try first.query(WorkerStatements.deleteExpiredFinished.sql, parameters)[0].decode(0)
         XCTAssertEqual(a, 60)
         // The second skips them instead of waiting: a lock wait would fail under lock_timeout.
         try second.simpleQuery("SET lock_timeout = '2s'")
-        let b: Int = try second.query(WorkerStatements.deleteExpiredFinished, parameters)[0].decode(0)
+        let b: Int = try second.query(WorkerStatements.deleteExpiredFinished.sql, parameters)[0].decode(0)
         XCTAssertEqual(b, 40)
-        let c: Int = try second.query(WorkerStatements.deleteExpiredFinished, parameters)[0].decode(0)
+        let c: Int = try second.query(WorkerStatements.deleteExpiredFinished.sql, parameters)[0].decode(0)
         XCTAssertEqual(c, 0)
         try first.simpleQuery("COMMIT")
         XCTAssertEqual(try count("SELECT count(*) FROM courier.jobs"), 0)
@@ -238,7 +238,7 @@ final class RetentionTests: OwnDatabaseTestCase {
                 var deleted = 0
                 while true {
                     let n: Int = try connection.query(
-                        WorkerStatements.deleteExpiredFinished, [7 * day, 7 * day, 30 * day, 100])[0].decode(0)
+                        WorkerStatements.deleteExpiredFinished.sql, [7 * day, 7 * day, 30 * day, 100])[0].decode(0)
                     if n == 0 { return deleted }
                     deleted += n
                 }

@@ -161,10 +161,10 @@ final class RolesTests: XCTestCase {
         }
         let worker = try connect(as: "courier_worker")
         for (index, sql) in [
-            WorkerStatements.claimBatch, WorkerStatements.claimCandidates, WorkerStatements.claimOne,
-            WorkerStatements.quarantineDue, WorkerStatements.quarantineRunning, WorkerStatements.completeBatch,
-            WorkerStatements.heartbeat, WorkerStatements.release, WorkerStatements.tryMaintenanceLock,
-            WorkerStatements.rescueExpired, WorkerStatements.deleteExpiredFinished, WorkerStatements.queueDepth,
+            WorkerStatements.claimBatch.sql, WorkerStatements.claimCandidates.sql, WorkerStatements.claimOne.sql,
+            WorkerStatements.quarantineDue.sql, WorkerStatements.quarantineRunning.sql, WorkerStatements.completeBatch.sql,
+            WorkerStatements.heartbeat.sql, WorkerStatements.release.sql, WorkerStatements.tryMaintenanceLock.sql,
+            WorkerStatements.rescueExpired.sql, WorkerStatements.deleteExpiredFinished.sql, WorkerStatements.queueDepth.sql,
         ].enumerated() {
             XCTAssertNoThrow(try worker.prepare(name: "worker_\(index)", sql: sql), sql)
         }
@@ -206,18 +206,18 @@ final class RolesTests: XCTestCase {
         XCTAssertEqual(report.deletedSucceeded, 1)
         XCTAssertEqual(try store.queueDepth(queues: [queue]).map(\.queue), [queue])
         // The isolation path: one job claimed alone, and rows moved to the dead letters.
-        let candidates = try worker.query(WorkerStatements.claimCandidates, [PostgresArray([queue]), 10])
+        let candidates = try worker.query(WorkerStatements.claimCandidates.sql, [PostgresArray([queue]), 10])
         XCTAssertGreaterThan(candidates.rowCount, 0)
         let candidate: Int64 = try candidates[0].decode(0)
-        let alone = try worker.query(WorkerStatements.claimOne, [candidate, "w-role", 30_000])
+        let alone = try worker.query(WorkerStatements.claimOne.sql, [candidate, "w-role", 30_000])
         XCTAssertEqual(alone.rowCount, 1)
         let attempt: Int = try alone[0].decode(6)
         XCTAssertEqual(
-            try worker.query(WorkerStatements.quarantineRunning, [candidate, attempt, "w-role", "unreadable row"])
+            try worker.query(WorkerStatements.quarantineRunning.sql, [candidate, attempt, "w-role", "unreadable row"])
                 .affectedRows, 1)
         try owner.query(
             "UPDATE courier.jobs SET state = 'pending', finished_at = NULL, attempt = 0 WHERE id = $1", [candidate])
-        XCTAssertEqual(try worker.query(WorkerStatements.quarantineDue, [candidate, "unclaimable row"]).affectedRows, 1)
+        XCTAssertEqual(try worker.query(WorkerStatements.quarantineDue.sql, [candidate, "unclaimable row"]).affectedRows, 1)
 
         for sql in [
             "UPDATE courier.jobs SET url = 'https://evil.example/'",

@@ -19,10 +19,10 @@ final class WorkerStatementsTests: XCTestCase {
 
     func testEveryWorkerStatementPrepares() throws {
         let statements = [
-            WorkerStatements.lockDestinations, WorkerStatements.claimBatch, WorkerStatements.completeBatch,
-            WorkerStatements.heartbeat,
-            WorkerStatements.release, WorkerStatements.tryMaintenanceLock, WorkerStatements.rescueExpired,
-            WorkerStatements.deleteExpiredFinished,
+            WorkerStatements.lockDestinations.sql, WorkerStatements.claimBatch.sql, WorkerStatements.completeBatch.sql,
+            WorkerStatements.heartbeat.sql,
+            WorkerStatements.release.sql, WorkerStatements.tryMaintenanceLock.sql, WorkerStatements.rescueExpired.sql,
+            WorkerStatements.deleteExpiredFinished.sql,
         ]
         for (index, sql) in statements.enumerated() {
             XCTAssertNoThrow(try connection.prepare(name: "check_\(index)", sql: sql), sql)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CourierCLISupport
 import CourierCore
 import Foundation
 import RetryClient

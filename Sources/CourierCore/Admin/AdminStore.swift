@@ -254,8 +254,8 @@ public struct AdminStore {
     /// needed (the caller checks that the queue is known).
     public func updateOAuth(_ queue: String, _ change: QueueOAuthChange) throws {
         switch change {
-        case .set(let credentials): try connection.run(AdminStatements.setQueueOAuth, (queue, credentials))
-        case .remove: try connection.run(AdminStatements.setQueueOAuth, (queue, nil))
+        case .set(let oauth): try connection.run(AdminStatements.setQueueOAuth, (queue: queue, credentials: oauth))
+        case .remove: try connection.run(AdminStatements.setQueueOAuth, (queue: queue, credentials: nil))
         }
     }
 

@@ -124,7 +124,7 @@ public struct Migrator: Sendable {
         }
         try connection.run(MigratorStatements.lock, Self.advisoryLockKey)
         defer { _ = try? connection.run(MigratorStatements.unlock, Self.advisoryLockKey) }
-        try connection.simpleQuery(MigratorStatements.bootstrap)
+        try connection.simpleQuery(MigratorStatements.bootstrap.sql)
 
         var recorded: [Int: (name: String, checksum: String)] = [:]
         for row in try connection.run(MigratorStatements.listApplied).rows {

@@ -422,8 +422,8 @@ public enum AdminStatements {
         ]
     }
 
-    /// Sets a queue's OAuth2 client credentials (token URL, client id, secret, scope, audience);
-    /// nil removes them. Creates the settings row if needed.
+    /// Sets a queue's OAuth2 client credentials, or removes them (nil), creating its settings
+    /// row if needed.
     public static let setQueueOAuth = Statement<(queue: String, credentials: OAuth2ClientCredentials?)>("""
         INSERT INTO courier.queues AS q (name, oauth_token_url, oauth_client_id, oauth_client_secret, oauth_scope,
                                          oauth_audience)
@@ -433,10 +433,8 @@ public enum AdminStatements {
             oauth_client_secret = excluded.oauth_client_secret, oauth_scope = excluded.oauth_scope,
             oauth_audience = excluded.oauth_audience, updated_at = now()
         """) { queue, credentials in
-        [
-            queue, credentials?.tokenURL, credentials?.clientID, credentials?.clientSecret, credentials?.scope,
-            credentials?.audience,
-        ]
+        [queue, credentials?.tokenURL, credentials?.clientID, credentials?.clientSecret, credentials?.scope,
+         credentials?.audience]
     }
 
     /// Unfinished and dead jobs per queue and state (exact, over `jobs_state_queue_idx`),

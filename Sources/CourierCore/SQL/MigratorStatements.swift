@@ -9,7 +9,7 @@ enum MigratorStatements {
 
     /// The bookkeeping table must exist before the first file runs; 0001 repeats it with
     /// IF NOT EXISTS so the file also stands alone under psql.
-    static let bootstrap = """
+    static let bootstrap = Statement<Void>("""
         CREATE SCHEMA IF NOT EXISTS courier;
         CREATE TABLE IF NOT EXISTS courier.schema_migrations (
             version    integer PRIMARY KEY,
@@ -17,7 +17,7 @@ enum MigratorStatements {
             checksum   text NOT NULL,
             applied_at timestamptz NOT NULL DEFAULT now()
         );
-        """
+        """)
 
     /// Versions already applied with their file names and checksums.
     static let listApplied = Statement<Void>(

@@ -1,3 +1,6 @@
+import Foundation
+import Postgres
+
 /// The statements of the worker's hot path and of maintenance. Each is one round trip for a
 /// whole batch; every state change is guarded by the state (and attempt, and lease holder) it
 /// expects, so a late writer can never overwrite a newer outcome.
@@ -5,6 +8,35 @@
 /// Times come from the server's clock (`now()`), shared by every worker host; tests move jobs
 /// in time by editing `run_at` / `locked_until` instead.
 public enum WorkerStatements {
+    /// What `claimBatch` takes.
+    public struct ClaimBatch: Sendable {
+        /// Only these queues, or nil for all.
+        public var queues: [String]?
+        /// The worker that will hold the leases.
+        public var workerID: String
+        /// The most jobs.
+        public var limit: Int
+        /// The lease, in milliseconds.
+        public var leaseMilliseconds: Int
+        /// The in-flight cap of a host without its own (`--per-host-limit`).
+        public var defaultHostCap: Int
+        /// The hosts `lockDestinations` locked, in claim order.
+        public var hosts: [String]
+
+        /// A claim.
+        public init(
+            queues: [String]?, workerID: String, limit: Int, leaseMilliseconds: Int, defaultHostCap: Int,
+            hosts: [String]
+        ) {
+            self.queues = queues
+            self.workerID = workerID
+            self.limit = limit
+            self.leaseMilliseconds = leaseMilliseconds
+            self.defaultHostCap = defaultHostCap
+            self.hosts = hosts
+        }
+    }
+
     /// Settings of the claim's own transaction.
     ///
     /// `synchronous_commit = off`: the claim need not wait for its WAL flush. Lost in a crash,
@@ -26,10 +58,10 @@ public enum WorkerStatements {
     /// planner's penalty for disabled nodes, which pushes the estimate over `jit_above_cost`;
     /// compiling the statement took 0.9 s on every claim. A claim touches a few hundred rows;
     /// JIT never pays for itself here.
-    public static let claimSettings = """
+    public static let claimSettings = Statement<Void>("""
         SET LOCAL synchronous_commit = off; SET LOCAL enable_sort = off; SET LOCAL jit = off;
         SET LOCAL plan_cache_mode = force_generic_plan
-        """
+        """)
 
     /// The first statement of a claim: finds the hosts with due jobs (`$1` queues or NULL; paused
     /// queues left out) that may start something, oldest first job first, at most `$2` of them,
@@ -47,7 +79,7 @@ public enum WorkerStatements {
     ///    for: its claim commits before this one counts.
     ///
     /// Returns the locked hosts in claim order.
-    public static let lockDestinations = """
+    public static let lockDestinations = Statement<(queues: [String]?, limit: Int)>("""
         WITH RECURSIVE hosts AS (
             (SELECT j.host FROM courier.jobs j WHERE j.state IN ('pending', 'retrying') ORDER BY j.host LIMIT 1)
             UNION ALL
@@ -85,7 +117,7 @@ public enum WorkerStatements {
         FROM candidates c
         WHERE c.host IN (SELECT l.host FROM locked l)
         ORDER BY c.priority, c.run_at, c.id
-        """
+        """, planning: .prepared) { [$0.queues.map { PostgresArray($0) }, $0.limit] }
 
     /// The second statement of a claim, in the transaction that locked the destinations: claims
     /// up to `$3` due jobs for worker `$2` with a lease of `$4` ms from the locked hosts `$6`
@@ -110,7 +142,7 @@ public enum WorkerStatements {
     /// `held_back`: true when some host's room is used up (it was at its cap, or this claim
     /// filled it), so freeing a slot there (an outcome written) is a reason to claim again. When
     /// nothing was claimed the result is one row whose job columns are NULL.
-    public static let claimBatch = """
+    public static let claimBatch = Statement<ClaimBatch>("""
         WITH rooms AS MATERIALIZED (
             SELECT d.host,
                    coalesce(d.max_in_flight, $5)
@@ -171,7 +203,12 @@ public enum WorkerStatements {
         FROM (SELECT EXISTS (SELECT 1 FROM allowed a WHERE a.room <= a.allowance) AS held_back) f
         LEFT JOIN (claimed c JOIN chosen o ON o.id = c.id) ON true
         ORDER BY o.turn, o.priority, o.run_at, o.id
-        """
+        """, planning: .prepared) { claim in
+        [
+            claim.queues.map { PostgresArray($0) }, claim.workerID, claim.limit, claim.leaseMilliseconds,
+            claim.defaultHostCap, PostgresArray(claim.hosts),
+        ]
+    }
 
     /// One host's due jobs (the host's condition comes before it; `$1` queues or NULL, paused
     /// queues left out) in claim order: shared by `lockDestinations` and `claimBatch`, so both
@@ -201,10 +238,10 @@ public enum WorkerStatements {
     /// The ids `claimBatch` would take (`$1` queues or NULL, `$2` limit), without locking
     /// them: the fallback when the batch statement failed on some row's data, so each
     /// candidate can be claimed (or dead-lettered) on its own.
-    public static let claimCandidates = dueInClaimOrder + """
+    public static let claimCandidates = Statement<(queues: [String]?, limit: Int)>(dueInClaimOrder + """
 
         LIMIT $2
-        """
+        """, planning: .prepared) { [$0.queues.map { PostgresArray($0) }, $0.limit] }
 
     /// The ids of due jobs in claim order (`$1` queues or NULL for all; paused queues left
     /// out): the candidates of `claimBatch` and `claimCandidates`, so both pick the same rows.
@@ -220,7 +257,7 @@ public enum WorkerStatements {
 
     /// Claims job `$1` alone for worker `$2` with a lease of `$3` ms, if it is still due and
     /// not locked by another claimer; returns the same columns as `claimBatch`.
-    public static let claimOne = """
+    public static let claimOne = Statement<(id: Int64, workerID: String, leaseMilliseconds: Int)>("""
         WITH due AS (
             SELECT j.id, j.queue, j.host FROM courier.jobs j
             WHERE j.id = $1 AND j.state IN ('pending', 'retrying') AND j.run_at <= now()
@@ -233,25 +270,25 @@ public enum WorkerStatements {
         LEFT JOIN courier.queues q ON q.name = due.queue
         LEFT JOIN courier.destinations dst ON dst.host = due.host
         WHERE j.id = due.id
-        """ + claimedColumns
+        """ + claimedColumns, planning: .prepared) { [$0.id, $0.workerID, $0.leaseMilliseconds] }
 
     /// Moves due job `$1`, whose row no claim can take, to `dead` with reason `$2`. Values the
     /// row's constraints could reject are clamped, so the dead row is a valid one.
-    public static let quarantineDue = """
+    public static let quarantineDue = Statement<(id: Int64, reason: String)>("""
         UPDATE courier.jobs
         SET state = 'dead', finished_at = now(), updated_at = now(), locked_by = NULL, locked_until = NULL,
             attempt = least(greatest(attempt, 0), max_attempts), last_status = NULL, last_error = $2
         WHERE id = $1 AND state IN ('pending', 'retrying')
-        """
+        """, planning: .prepared) { [$0.id, $0.reason] }
 
     /// Moves running job `$1` (attempt `$2`, held by worker `$3`) to `dead` with reason `$4`:
     /// its row could not be read, or its outcome could not be written.
-    public static let quarantineRunning = """
+    public static let quarantineRunning = Statement<(id: Int64, attempt: Int, workerID: String, reason: String)>("""
         UPDATE courier.jobs
         SET state = 'dead', finished_at = now(), updated_at = now(), locked_by = NULL, locked_until = NULL,
             attempt = least(greatest(attempt, 0), max_attempts), last_error = $4
         WHERE id = $1 AND state = 'running' AND attempt = $2 AND locked_by = $3
-        """
+        """, planning: .prepared) { [$0.id, $0.attempt, $0.workerID, $0.reason] }
 
     /// Records a batch of outcomes in one round trip: moves each job out of `running`, writes
     /// one `courier.attempts` row per request sent (the attempt's, and one per request repeated
@@ -273,7 +310,7 @@ public enum WorkerStatements {
     /// only when no row of that job, attempt and start time exists. Destination signals count
     /// only for jobs whose state changed, in batch order (`courier.record_destination_outcomes`).
     /// Returns the ids whose state changed.
-    public static let completeBatch = """
+    public static let completeBatch = Statement<(records: [AttemptRecord], workerID: String)>("""
         WITH outcome AS (
             SELECT * FROM unnest($1::bigint[], $2::int[], $3::courier.job_state[], $4::float8[], $5::int[],
                                  $6::text[], $7::timestamptz[], $8::timestamptz[], $9::text[], $11::boolean[],
@@ -320,21 +357,73 @@ public enum WorkerStatements {
             WHERE o.signal <> 'none'
         )
         SELECT u.id FROM updated u, (SELECT count(*) FROM signaled) s
-        """
+        """, planning: .prepared) { outcomeArguments($0.records, workerID: $0.workerID) }
+
+    /// `completeBatch`'s parallel arrays: one element per row, the outcome of each attempt
+    /// preceded by the requests repeated in process within it (history rows only, `$14`).
+    static func outcomeArguments(_ records: [AttemptRecord], workerID: String) -> [any PostgresEncodable] {
+        var ids: [Int64] = [], attempts: [Int] = [], states: [String] = [], delays: [Double?] = []
+        var statuses: [Int?] = [], errors: [String?] = [], started: [Date] = [], finished: [Date] = []
+        var excerpts: [String?] = [], spent: [Bool] = [], postponed: [Int] = [], signals: [String] = []
+        var inProcess: [Bool] = []
+        for record in records {
+            for earlier in record.inProcess {
+                ids.append(record.jobID)
+                attempts.append(record.attempt)
+                states.append(record.transition.state.rawValue)
+                delays.append(nil)
+                statuses.append(earlier.status)
+                errors.append(earlier.error)
+                spent.append(true)
+                postponed.append(0)
+                signals.append(DestinationSignal.none.rawValue)
+                started.append(earlier.startedAt)
+                finished.append(earlier.finishedAt)
+                excerpts.append(earlier.responseExcerpt)
+                inProcess.append(true)
+            }
+            inProcess.append(false)
+            ids.append(record.jobID)
+            attempts.append(record.attempt)
+            states.append(record.transition.state.rawValue)
+            switch record.transition {
+            case .retry(let delay), .postpone(let delay): delays.append(delay * 1000)
+            case .park: delays.append(0)
+            case .succeed, .dead: delays.append(nil)
+            }
+            statuses.append(record.result.status)
+            switch record.transition {
+            case .dead(let reason), .park(let reason): errors.append(reason)
+            default: errors.append(record.result.error)
+            }
+            spent.append(record.transition.spendsAttempt)
+            if case .postpone = record.transition { postponed.append(1) } else { postponed.append(0) }
+            signals.append(record.signal.rawValue)
+            started.append(record.startedAt)
+            finished.append(record.finishedAt)
+            excerpts.append(record.responseExcerpt)
+        }
+        return [
+            PostgresArray(ids), PostgresArray(attempts), PostgresArray(states), PostgresArray(delays),
+            PostgresArray(statuses), PostgresArray(errors), PostgresArray(started), PostgresArray(finished),
+            PostgresArray(excerpts), workerID, PostgresArray(spent), PostgresArray(postponed),
+            PostgresArray(signals), PostgresArray(inProcess),
+        ]
+    }
 
     /// Extends the leases of jobs worker `$2` still holds (`$1` ids) by `$3` ms: the heartbeat.
     /// Returns the ids still held; a missing id was rescued meanwhile.
-    public static let heartbeat = """
+    public static let heartbeat = Statement<(ids: [Int64], workerID: String, leaseMilliseconds: Int)>("""
         UPDATE courier.jobs
         SET locked_until = now() + $3::bigint * interval '1 millisecond'
         WHERE id = ANY ($1::bigint[]) AND state = 'running' AND locked_by = $2
         RETURNING id
-        """
+        """, planning: .prepared) { [PostgresArray($0.ids), $0.workerID, $0.leaseMilliseconds] }
 
     /// Gives claimed jobs back without an attempt having happened (`$1` ids, `$2` attempts,
     /// worker `$3`): at shutdown, or when a job's destination is at its in-flight cap. The
     /// attempt is uncounted and the job is due again after `$4` ms.
-    public static let release = """
+    public static let release = Statement<(jobs: [(id: Int64, attempt: Int)], workerID: String, delayMilliseconds: Int)>("""
         UPDATE courier.jobs j
         SET state = CASE WHEN j.attempt > 1 THEN 'retrying'::courier.job_state ELSE 'pending' END,
             attempt = j.attempt - 1, locked_by = NULL, locked_until = NULL,
@@ -342,21 +431,26 @@ public enum WorkerStatements {
         FROM unnest($1::bigint[], $2::int[]) AS r(id, attempt)
         WHERE j.id = r.id AND j.state = 'running' AND j.attempt = r.attempt AND j.locked_by = $3
         RETURNING j.id
-        """
+        """, planning: .prepared) { release in
+        [
+            PostgresArray(release.jobs.map(\.id)), PostgresArray(release.jobs.map(\.attempt)), release.workerID,
+            release.delayMilliseconds,
+        ]
+    }
 
     /// Takes the maintenance lock for this session if no other worker has it: one maintenance
     /// pass at a time across the fleet. A session lock (not a transaction one) because a pass
     /// runs many short transactions; `maintenanceUnlock` releases it, and a lost connection
     /// releases it too. Workers of migration 0004 and older took the same key per transaction,
     /// so old and new workers still exclude each other during a rolling upgrade.
-    public static let tryMaintenanceLock = "SELECT pg_try_advisory_lock(7236833176593199461)"
+    public static let tryMaintenanceLock = Statement<Void>("SELECT pg_try_advisory_lock(7236833176593199461)", planning: .prepared)
 
     /// Releases the lock `tryMaintenanceLock` took.
-    public static let maintenanceUnlock = "SELECT pg_advisory_unlock(7236833176593199461)"
+    public static let maintenanceUnlock = Statement<Void>("SELECT pg_advisory_unlock(7236833176593199461)", planning: .prepared)
 
     /// Folds the per-statement count changes into `courier.job_counts` (see migration 0006),
     /// so `courier.queue_stats` sums a few rows; returns the delta rows folded.
-    public static let foldJobCounts = "SELECT courier.fold_job_counts()"
+    public static let foldJobCounts = Statement<Void>("SELECT courier.fold_job_counts()", planning: .prepared)
 
     /// Returns up to `$1` running jobs whose lease expired (their worker died or stalled) to
     /// `retrying`, due at once, or to `dead` when their attempts are exhausted. Walks
@@ -366,7 +460,7 @@ public enum WorkerStatements {
     /// was down no worker could extend a lease, so leases that ran out during the outage say
     /// nothing about their workers. They get one lease to reconnect and write the outcomes
     /// they hold; rescuing at once would send those jobs a second time.
-    public static let rescueExpired = """
+    public static let rescueExpired = Statement<(limit: Int, leaseMilliseconds: Int)>("""
         WITH expired AS (
             SELECT id FROM courier.jobs
             WHERE state = 'running' AND locked_until < now()
@@ -384,7 +478,7 @@ public enum WorkerStatements {
         FROM expired
         WHERE j.id = expired.id AND j.state = 'running'
         RETURNING j.id, j.state::text
-        """
+        """, planning: .prepared) { [$0.limit, $0.leaseMilliseconds] }
 
     /// Settings of each retention batch's own transaction.
     ///
@@ -396,7 +490,7 @@ public enum WorkerStatements {
     ///
     /// `synchronous_commit = off`: a batch lost in a crash leaves old finished jobs that the next
     /// pass deletes again; no batch need wait for its WAL flush.
-    public static let retentionSettings = "SET LOCAL enable_seqscan = off; SET LOCAL synchronous_commit = off"
+    public static let retentionSettings = Statement<Void>("SET LOCAL enable_seqscan = off; SET LOCAL synchronous_commit = off")
 
     /// Deletes up to `$4` finished jobs older than their queue's retention, oldest first within
     /// each queue and state, and returns how many of each state went (their attempt rows go by
@@ -415,7 +509,7 @@ public enum WorkerStatements {
     /// - The DELETE finds its rows by primary key (`= ANY (ARRAY(...))`), never by a join the
     ///   planner could turn into a scan of every finished row, and checks the state again, so a
     ///   waiting, running or retrying job is never removed.
-    public static let deleteExpiredFinished = """
+    public static let deleteExpiredFinished = Statement<(defaults: RetentionDefaults, batchSize: Int)>("""
         WITH RECURSIVE finished_groups AS (
             (SELECT j.state, j.queue FROM courier.jobs j
              WHERE j.finished_at IS NOT NULL ORDER BY j.state, j.queue LIMIT 1)
@@ -460,27 +554,27 @@ public enum WorkerStatements {
         SELECT count(*) FILTER (WHERE state = 'succeeded'), count(*) FILTER (WHERE state = 'cancelled'),
                count(*) FILTER (WHERE state = 'dead')
         FROM gone
-        """
+        """) { [$0.defaults.succeeded, $0.defaults.cancelled, $0.defaults.dead, $0.batchSize] }
 
     /// Per queue (`$1` queues or NULL for all): how many jobs are due now and the age in seconds
     /// of the oldest. Reads only due rows through `jobs_queue_due_idx`; a worker runs it at most once
     /// per maintenance interval for its metrics.
-    public static let queueDepth = """
+    public static let queueDepth = Statement<[String]?>("""
         SELECT j.queue, count(*), extract(epoch FROM now() - min(j.run_at))::float8
         FROM courier.jobs j
         WHERE j.state IN ('pending', 'retrying') AND j.run_at <= now()
           AND ($1::text[] IS NULL OR j.queue = ANY ($1::text[]))
         GROUP BY j.queue
-        """
+        """, planning: .prepared) { [$0.map { PostgresArray($0) }] }
 
     /// Destinations with an open breaker, disabled ones, and requests running at all of them:
     /// the worker's destination gauges (one row per host, and the running jobs through
     /// `jobs_lease_idx`).
-    public static let destinationHealth = """
+    public static let destinationHealth = Statement<Void>("""
         SELECT count(*) FILTER (WHERE opened_at IS NOT NULL), count(*) FILTER (WHERE disabled_at IS NOT NULL),
                (SELECT count(*) FROM courier.jobs WHERE state = 'running')
         FROM courier.destinations
-        """
+        """, planning: .prepared)
 
     /// The notification channel the insert trigger and requeue statements notify on.
     public static let wakeChannel = "courier_jobs"

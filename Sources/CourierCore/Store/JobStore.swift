@@ -46,7 +46,6 @@ public struct JobStore {
         queues: [String]?, limit: Int, leaseMilliseconds: Int, perHostLimit: Int = 200
     ) throws -> ClaimResult {
         guard limit > 0 else { return ClaimResult() }
-        let queueList = queues.map { PostgresArray($0) }
         var rows: [PostgresRow] = []
         var out = ClaimResult()
         do {
@@ -55,14 +54,15 @@ public struct JobStore {
             // transaction need not wait for its WAL flush (`claimSettings`): a lost claim leaves
             // the jobs due, and a delivery made meanwhile is a duplicate at-least-once allows.
             rows = try connection.transaction { connection -> [PostgresRow] in
-                try connection.simpleQuery(WorkerStatements.claimSettings)
-                let hosts: [String] = try connection.queryCached(
-                    WorkerStatements.lockDestinations, [queueList, limit]
+                try connection.simpleQuery(WorkerStatements.claimSettings.sql)
+                let hosts: [String] = try connection.run(
+                    WorkerStatements.lockDestinations, (queues: queues, limit: limit)
                 ).rows.map { try $0.decode(0) }
                 guard !hosts.isEmpty else { return [] }
-                let result = try connection.queryCached(
+                let result = try connection.run(
                     WorkerStatements.claimBatch,
-                    [queueList, workerID, limit, leaseMilliseconds, perHostLimit, PostgresArray(hosts)])
+                    .init(queues: queues, workerID: workerID, limit: limit, leaseMilliseconds: leaseMilliseconds,
+                          defaultHostCap: perHostLimit, hosts: hosts))
                 // One row with NULL job columns when nothing was claimed; the last column says
                 // whether some host's room was used up.
                 var claimed: [PostgresRow] = []
@@ -74,14 +74,16 @@ public struct JobStore {
                 return claimed
             }
         } catch let error as PostgresError where error.isRowDataError {
-            let candidates = try connection.queryCached(WorkerStatements.claimCandidates, [queueList, limit])
+            let candidates = try connection.run(WorkerStatements.claimCandidates, (queues: queues, limit: limit))
             for candidate in candidates.rows {
                 let id: Int64 = try candidate.decode(0)
                 do {
-                    rows += try connection.queryCached(WorkerStatements.claimOne, [id, workerID, leaseMilliseconds]).rows
+                    rows += try connection.run(
+                        WorkerStatements.claimOne, (id: id, workerID: workerID, leaseMilliseconds: leaseMilliseconds)
+                    ).rows
                 } catch let error as PostgresError where error.isRowDataError {
                     let reason = Redaction.message("the worker cannot claim this row: \(error.message)")
-                    try connection.queryCached(WorkerStatements.quarantineDue, [id, reason])
+                    try connection.run(WorkerStatements.quarantineDue, (id: id, reason: reason))
                     out.quarantined.append(Quarantined(id: id, reason: reason))
                 }
             }
@@ -94,7 +96,8 @@ public struct JobStore {
                 out.jobs.append(try Self.decodeClaimed(row))
             } catch {
                 let reason = Redaction.message("the worker cannot read this job: \(error)")
-                try connection.queryCached(WorkerStatements.quarantineRunning, [id, attempt, workerID, reason])
+                try connection.run(
+                    WorkerStatements.quarantineRunning, (id: id, attempt: attempt, workerID: workerID, reason: reason))
                 out.quarantined.append(Quarantined(id: id, reason: reason))
             }
         }
@@ -163,8 +166,9 @@ public struct JobStore {
                 } catch let error as PostgresError where error.isRowDataError {
                     let reason = Redaction.message(
                         "the outcome of attempt \(record.attempt) could not be written: \(error.message)")
-                    if try connection.queryCached(
-                        WorkerStatements.quarantineRunning, [record.jobID, record.attempt, workerID, reason]
+                    if try connection.run(
+                        WorkerStatements.quarantineRunning,
+                        (id: record.jobID, attempt: record.attempt, workerID: workerID, reason: reason)
                     ).rowCount > 0 {
                         out.quarantined.append(Quarantined(id: record.jobID, reason: reason))
                     }
@@ -175,57 +179,7 @@ public struct JobStore {
     }
 
     private func completeBatch(_ records: [AttemptRecord]) throws -> Set<Int64> {
-        var ids: [Int64] = [], attempts: [Int] = [], states: [String] = [], delays: [Double?] = []
-        var statuses: [Int?] = [], errors: [String?] = [], started: [Date] = [], finished: [Date] = []
-        var excerpts: [String?] = [], spent: [Bool] = [], postponed: [Int] = [], signals: [String] = []
-        var inProcess: [Bool] = []
-        for record in records {
-            // Requests repeated within the attempt: history rows only (`$14`), placed before the
-            // outcome that decides the job.
-            for earlier in record.inProcess {
-                ids.append(record.jobID)
-                attempts.append(record.attempt)
-                states.append(record.transition.state.rawValue)
-                delays.append(nil)
-                statuses.append(earlier.status)
-                errors.append(earlier.error)
-                spent.append(true)
-                postponed.append(0)
-                signals.append(DestinationSignal.none.rawValue)
-                started.append(earlier.startedAt)
-                finished.append(earlier.finishedAt)
-                excerpts.append(earlier.responseExcerpt)
-                inProcess.append(true)
-            }
-            inProcess.append(false)
-            ids.append(record.jobID)
-            attempts.append(record.attempt)
-            states.append(record.transition.state.rawValue)
-            switch record.transition {
-            case .retry(let delay), .postpone(let delay): delays.append(delay * 1000)
-            case .park: delays.append(0)
-            case .succeed, .dead: delays.append(nil)
-            }
-            statuses.append(record.result.status)
-            switch record.transition {
-            case .dead(let reason), .park(let reason): errors.append(reason)
-            default: errors.append(record.result.error)
-            }
-            spent.append(record.transition.spendsAttempt)
-            if case .postpone = record.transition { postponed.append(1) } else { postponed.append(0) }
-            signals.append(record.signal.rawValue)
-            started.append(record.startedAt)
-            finished.append(record.finishedAt)
-            excerpts.append(record.responseExcerpt)
-        }
-        let result = try connection.queryCached(
-            WorkerStatements.completeBatch,
-            [
-                PostgresArray(ids), PostgresArray(attempts), PostgresArray(states), PostgresArray(delays),
-                PostgresArray(statuses), PostgresArray(errors), PostgresArray(started), PostgresArray(finished),
-                PostgresArray(excerpts), workerID, PostgresArray(spent), PostgresArray(postponed),
-                PostgresArray(signals), PostgresArray(inProcess),
-            ])
+        let result = try connection.run(WorkerStatements.completeBatch, (records: records, workerID: workerID))
         return Set(try result.rows.map { try $0.decode(0, as: Int64.self) })
     }
 
@@ -233,8 +187,8 @@ public struct JobStore {
     @discardableResult
     public func heartbeat(_ ids: [Int64], leaseMilliseconds: Int) throws -> Set<Int64> {
         guard !ids.isEmpty else { return [] }
-        let result = try connection.queryCached(
-            WorkerStatements.heartbeat, [PostgresArray(ids), workerID, leaseMilliseconds])
+        let result = try connection.run(
+            WorkerStatements.heartbeat, (ids: ids, workerID: workerID, leaseMilliseconds: leaseMilliseconds))
         return Set(try result.rows.map { try $0.decode(0, as: Int64.self) })
     }
 
@@ -242,9 +196,8 @@ public struct JobStore {
     @discardableResult
     public func release(_ jobs: [(id: Int64, attempt: Int)], delayMilliseconds: Int) throws -> Int {
         guard !jobs.isEmpty else { return 0 }
-        return try connection.queryCached(
-            WorkerStatements.release,
-            [PostgresArray(jobs.map(\.id)), PostgresArray(jobs.map(\.attempt)), workerID, delayMilliseconds]
+        return try connection.run(
+            WorkerStatements.release, (jobs: jobs, workerID: workerID, delayMilliseconds: delayMilliseconds)
         ).rowCount
     }
 
@@ -268,19 +221,21 @@ public struct JobStore {
         retention: RetentionDefaults, leaseMilliseconds: Int = 60_000, rescueBatchSize: Int = 1000,
         budget: RetentionBudget = RetentionBudget(), clock: () -> Double = JobStore.monotonicSeconds
     ) throws -> MaintenanceReport? {
-        guard try connection.queryCached(WorkerStatements.tryMaintenanceLock)[0].decode(0, as: Bool.self) else {
+        guard try connection.run(WorkerStatements.tryMaintenanceLock)[0].decode(0, as: Bool.self) else {
             return nil
         }
-        defer { _ = try? connection.queryCached(WorkerStatements.maintenanceUnlock) }
+        defer { _ = try? connection.run(WorkerStatements.maintenanceUnlock) }
         var report = MaintenanceReport()
-        for row in try connection.queryCached(WorkerStatements.rescueExpired, [rescueBatchSize, leaseMilliseconds]).rows {
+        for row in try connection.run(
+            WorkerStatements.rescueExpired, (limit: rescueBatchSize, leaseMilliseconds: leaseMilliseconds)
+        ).rows {
             if try row.decode(1, as: String.self) == JobState.dead.rawValue {
                 report.rescuedToDead += 1
             } else {
                 report.rescuedToRetrying += 1
             }
         }
-        report.countChangesFolded = try connection.queryCached(WorkerStatements.foldJobCounts)[0].decode(0)
+        report.countChangesFolded = try connection.run(WorkerStatements.foldJobCounts)[0].decode(0)
         let started = clock()
         var deleted = 0
         repeat {
@@ -288,10 +243,9 @@ public struct JobStore {
             // the table was nearly empty kept deleting a later backlog at 5,000 jobs/s instead of
             // 70,000; planning costs about 1 ms of a batch's 50 to 100.
             let row = try connection.transaction { connection in
-                try connection.simpleQuery(WorkerStatements.retentionSettings)
-                return try connection.query(
-                    WorkerStatements.deleteExpiredFinished,
-                    [retention.succeeded, retention.cancelled, retention.dead, budget.batchSize])[0]
+                try connection.simpleQuery(WorkerStatements.retentionSettings.sql)
+                return try connection.run(
+                    WorkerStatements.deleteExpiredFinished, (defaults: retention, batchSize: budget.batchSize))[0]
             }
             let succeeded: Int = try row.decode(0), cancelled: Int = try row.decode(1), dead: Int = try row.decode(2)
             report.deletedSucceeded += succeeded
@@ -322,14 +276,14 @@ public struct JobStore {
 
     /// Due jobs per queue and the age of the oldest (see `WorkerStatements.queueDepth`).
     public func queueDepth(queues: [String]?) throws -> [QueueDepth] {
-        try connection.queryCached(WorkerStatements.queueDepth, [queues.map { PostgresArray($0) }]).rows.map {
+        try connection.run(WorkerStatements.queueDepth, queues).rows.map {
             QueueDepth(queue: try $0.decode(0), due: try $0.decode(1), oldestAgeSeconds: try $0.decode(2))
         }
     }
 
     /// Fleet-wide destination figures (see `WorkerStatements.destinationHealth`).
     public func destinationHealth() throws -> DestinationHealth {
-        let row = try connection.queryCached(WorkerStatements.destinationHealth)[0]
+        let row = try connection.run(WorkerStatements.destinationHealth)[0]
         return DestinationHealth(breakerOpen: try row.decode(0), disabled: try row.decode(1), running: try row.decode(2))
     }
 
