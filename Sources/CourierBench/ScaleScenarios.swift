@@ -69,7 +69,7 @@ extension BenchRunner {
             say("  \(Output.count(loaded)) loaded (\(Int(Double(loaded) / Date().timeIntervalSince(loadStarted)))/s)")
         }
         let loadSeconds = Date().timeIntervalSince(loadStarted)
-        try connection.simpleQuery(BenchStatements.settleHistory.sql)
+        for statement in BenchStatements.settleHistory { try connection.run(statement) }
         // History accumulates over days, long since written out: flush the gigabytes the load
         // just dirtied, so the drain does not share the disk with their first write (needs a
         // superuser or pg_checkpoint; without it the drain pays for that write too).

@@ -26,7 +26,7 @@ extension BenchRunner {
         try connection.run(WebStatements.benchMakeDead, deadQueue)
         _ = try AdminStore(connection: connection).importJobs(makeJobs(2_000, path: "/hook", queue: dueQueue), skipInvalid: false)
         try AdminStore(connection: connection).setPaused(dueQueue, true)
-        try connection.simpleQuery(BenchStatements.settleHistory.sql)
+        for statement in BenchStatements.settleHistory { try connection.run(statement) }
         try connection.run(WorkerStatements.foldJobCounts)
 
         let secret = UUID().uuidString + UUID().uuidString
