@@ -20,7 +20,8 @@ final class QueueOAuthMigrationTests: XCTestCase {
             INSERT INTO courier.attempts (job_id, attempt, started_at, finished_at, duration_ms, status, worker)
             SELECT id, 1, now(), now(), 3, 200, 'w' FROM courier.jobs;
             """)
-        let report = try Migrator().migrate(connection)
+        // Up to 0008 only: later migrations are not this test's subject.
+        let report = try Migrator(migrations: EmbeddedMigrations.all.filter { $0.fileName < "0009" }).migrate(connection)
         XCTAssertEqual(report.applied, ["0008_queue_oauth.sql"])
         XCTAssertEqual(
             try connection.query(
