@@ -27,6 +27,9 @@ final class BrowserTests: WebTestCase {
         try await session.type("#name", "alice")
         try await session.type("#password", WebTestCase.password)
         try await session.click("form.login button")
+        // The login page was served at /queues itself, so the address alone does not say the
+        // queue page has replaced it: wait for its table.
+        _ = try await session.element("table#queues")
         try await session.waitForURL { $0.hasSuffix("/queues") }
 
         // The queue's counts are the database's.
@@ -68,9 +71,9 @@ final class BrowserTests: WebTestCase {
         let page = try await session.source()
         XCTAssertFalse(page.contains("SECRETBROWSER1"))
         try await session.click(#"form[action="/jobs/\#(dead)/requeue"] button"#)
+        // The answer redirects to the same address, so wait for the notice rather than the URL.
+        try await session.waitFor { try await session.text("main").contains("requeued: it is due now") }
         try await session.waitForURL { $0.hasSuffix("/jobs/\(dead)") }
-        let noticeShown = try await session.text("main").contains("requeued")
-        XCTAssertTrue(noticeShown)
         let row = try connection.query(
             "SELECT state::text, run_at <= now() FROM courier.jobs WHERE id = $1", [dead])[0]
         XCTAssertEqual(try row.decode(0, as: String.self), "pending")
@@ -259,12 +262,33 @@ struct WebDriverSession {
         return (answer["value"] as? [[String: Any]] ?? []).compactMap { $0[Self.elementKey] as? String }
     }
 
+    /// The first element `css` selects, waiting up to 10 s for it: a page that a click or a
+    /// redirect is still loading may not have it yet. A failure shows what the page says.
     func element(_ css: String) async throws -> String {
-        guard let element = try await elements(css).first else {
-            let page = try await source()
-            throw BrowserTestError(message: "no element \(css) at \(try await currentURL()): \(page.prefix(300))")
+        let deadline = Date().addingTimeInterval(10)
+        while true {
+            if let element = try await elements(css).first { return element }
+            guard Date() < deadline else {
+                let shown = try await visibleText()
+                throw BrowserTestError(
+                    message: "no element \(css) at \(try await currentURL()) (\(try await readyState())): \(shown.prefix(2000))")
+            }
+            try await Task.sleep(nanoseconds: 100_000_000)
         }
-        return element
+    }
+
+    /// The body's text as the user sees it.
+    func visibleText() async throws -> String {
+        try await execute("return document.body ? document.body.innerText : '(no body)';") as? String ?? ""
+    }
+
+    /// `loading`, `interactive` or `complete`.
+    func readyState() async throws -> String {
+        try await execute("return document.readyState;") as? String ?? ""
+    }
+
+    func execute(_ script: String) async throws -> Any? {
+        try await driver.call("POST", "/session/\(id)/execute/sync", ["script": script, "args": [Any]()])["value"]
     }
 
     func type(_ css: String, _ text: String) async throws {
@@ -309,11 +333,12 @@ struct WebDriverSession {
         try data.write(to: file)
     }
 
+    /// Waits until the address meets `condition` and that document has finished loading.
     func waitForURL(_ condition: (String) -> Bool) async throws {
         let deadline = Date().addingTimeInterval(15)
         while true {
             let url = try await currentURL()
-            if condition(url) { return }
+            if condition(url), (try? await readyState()) == "complete" { return }
             guard Date() < deadline else { throw BrowserTestError(message: "still at \(url)") }
             try await Task.sleep(nanoseconds: 50_000_000)
         }
