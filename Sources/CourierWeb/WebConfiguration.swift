@@ -18,6 +18,10 @@ public struct WebConfiguration: Sendable {
     public var secureCookies = false
     /// Database connections open at once (default 4).
     public var databaseConnections = 4
+    /// Seconds the database may spend on one statement of the console before it cancels it
+    /// and the page says so (default 15 s): a lock held elsewhere or a slow filter never
+    /// leaves a page, or a connection of the pool, waiting for longer.
+    public var statementTimeout: Double = 15
     /// How often the shared live reader reads the queue counts while someone listens
     /// (default 2 s).
     public var liveInterval: Double = 2

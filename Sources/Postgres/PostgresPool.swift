@@ -10,6 +10,7 @@ import Foundation
 public final class PostgresPool: @unchecked Sendable {
     private let conninfo: String
     private let applicationName: String
+    private let settings: PostgresConnection.Settings
     private let lock = NSCondition()
     private var idle: [PostgresConnection] = []
     private var lent = 0
@@ -23,10 +24,16 @@ public final class PostgresPool: @unchecked Sendable {
     ///   - conninfo: libpq URI or conninfo string.
     ///   - maximumConnections: the most connections open at once (default 4).
     ///   - applicationName: reported in `pg_stat_activity` (default `courier`).
-    public init(conninfo: String, maximumConnections: Int = 4, applicationName: String = "courier") {
+    ///   - settings: timeouts and keepalives of every connection (default: libpq's and the
+    ///     server's).
+    public init(
+        conninfo: String, maximumConnections: Int = 4, applicationName: String = "courier",
+        settings: PostgresConnection.Settings = .default
+    ) {
         self.conninfo = conninfo
         self.maximumConnections = max(1, maximumConnections)
         self.applicationName = applicationName
+        self.settings = settings
     }
 
     /// Lends a connection to `body` and takes it back afterwards.
@@ -66,7 +73,7 @@ public final class PostgresPool: @unchecked Sendable {
         lock.unlock()
         if let reused, reused.isOpen { return reused }
         do {
-            return try PostgresConnection(conninfo, applicationName: applicationName)
+            return try PostgresConnection(conninfo, applicationName: applicationName, settings: settings)
         } catch {
             lock.lock()
             lent -= 1

@@ -1,5 +1,6 @@
 import CourierCore
 import Foundation
+import Postgres
 import XCTest
 
 /// Login, sessions, CSRF, read-only and the security headers, against a real console and a
@@ -32,6 +33,30 @@ final class WebSecurityTests: WebTestCase {
         let paused = try connection.query("SELECT count(*)::int FROM courier.queues WHERE paused")[0].decode(0, as: Int.self)
         XCTAssertEqual(paused, 0)
         XCTAssertEqual(try connection.query("SELECT state::text FROM courier.jobs WHERE id = $1", [id])[0].decode(0, as: String.self), "dead")
+    }
+
+    /// A statement that waits on a lock held elsewhere is cancelled by the server after the
+    /// console's statement timeout: the page says what happened instead of hanging, and the
+    /// pool's connection serves the next page once the lock is gone.
+    func testAPageWaitingOnALockAnswersAfterTheStatementTimeout() async throws {
+        try insertJob(queue: "billing")
+        try await startServer(statementTimeout: 1)
+        let browser = Browser(self)
+        _ = try await browser.login()
+        let holder = try PostgresConnection(url)
+        defer { holder.close() }
+        try holder.simpleQuery("BEGIN; LOCK TABLE courier.job_counts IN ACCESS EXCLUSIVE MODE")
+        let started = Date()
+        let blocked = try await browser.get("/queues")
+        let waited = Date().timeIntervalSince(started)
+        XCTAssertEqual(blocked.status, 500)
+        XCTAssertTrue(blocked.body.contains("statement timeout"), blocked.body)
+        XCTAssertGreaterThan(waited, 0.9)
+        XCTAssertLessThan(waited, 10)
+        try holder.simpleQuery("ROLLBACK")
+        let page = try await browser.get("/queues")
+        XCTAssertEqual(page.status, 200)
+        XCTAssertTrue(page.body.contains(#"data-queue="billing""#))
     }
 
     func testWrongPasswordGetsNoSessionAndTheLoginPageAgain() async throws {

@@ -37,7 +37,8 @@ class WebTestCase: XCTestCase {
     /// Starts the console on this test's database.
     @discardableResult
     func startServer(
-        readOnly: Bool = false, pageSize: Int = 50, scanWindow: Int = 20_000, liveInterval: Double = 2
+        readOnly: Bool = false, pageSize: Int = 50, scanWindow: Int = 20_000, liveInterval: Double = 2,
+        statementTimeout: Double = 15
     ) async throws -> RunningWebServer {
         var configuration = WebConfiguration(databaseURL: url, password: try WebPassword(fileContents: Self.password + "\n"))
         configuration.port = 0
@@ -45,6 +46,7 @@ class WebTestCase: XCTestCase {
         configuration.pageSize = pageSize
         configuration.scanWindow = scanWindow
         configuration.liveInterval = liveInterval
+        configuration.statementTimeout = statementTimeout
         var logger = Logger(label: "courier.web.test")
         logger.logLevel = .critical
         let started = try await WebServer.start(configuration, logger: logger)

@@ -29,7 +29,9 @@ final class WebApp: Sendable {
     init(configuration: WebConfiguration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
-        database = WebDatabase(url: configuration.databaseURL, connections: configuration.databaseConnections)
+        database = WebDatabase(
+            url: configuration.databaseURL, connections: configuration.databaseConnections,
+            statementTimeout: configuration.statementTimeout)
         sessions = SessionStore(idleTimeout: configuration.sessionIdleTimeout)
         feed = LiveFeed(database: database, interval: configuration.liveInterval)
         sampler = DeliverySampler(database: database, interval: configuration.deliverySampleInterval)

@@ -11,9 +11,15 @@ final class WebDatabase: Sendable {
     private let queues: [DispatchQueue]
     private let next = LockedCounter()
 
-    init(url: String, connections: Int) {
+    /// A pool of `connections`; the server cancels any statement that runs longer than
+    /// `statementTimeout` seconds, so a page never waits on a lock or a runaway query for
+    /// longer than that, and a dead or frozen database is noticed as the worker notices it.
+    init(url: String, connections: Int, statementTimeout: Double) {
         let count = max(1, connections)
-        pool = PostgresPool(conninfo: url, maximumConnections: count, applicationName: "courier-web")
+        var settings = PostgresConnection.Settings.worker
+        settings.statementTimeout = statementTimeout
+        settings.queryTimeout = statementTimeout + 5
+        pool = PostgresPool(conninfo: url, maximumConnections: count, applicationName: "courier-web", settings: settings)
         queues = (0..<count).map { DispatchQueue(label: "courier.web.database.\($0)") }
     }
 
