@@ -143,6 +143,22 @@ final class WorkerStatementsTests: XCTestCase {
                 .decode(0, as: Bool.self), true)
     }
 
+    /// A heartbeat moves only `locked_until`; with no index on it, PostgreSQL can write the new
+    /// row version on the same page without touching any index (a HOT update).
+    func testHeartbeatChangesNoIndexedColumn() throws {
+        let indexes: [String] = try connection.query("""
+            SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+            WHERE i.indrelid = 'courier.jobs'::regclass
+              AND (EXISTS (SELECT 1 FROM pg_attribute a
+                           WHERE a.attrelid = i.indrelid AND a.attname = 'locked_until' AND a.attnum = ANY (i.indkey))
+                   OR coalesce(pg_get_expr(i.indexprs, i.indrelid), '') LIKE '%locked_until%'
+                   OR coalesce(pg_get_expr(i.indpred, i.indrelid), '') LIKE '%locked_until%')
+            """).rows.map { try $0.decode(0) }
+        XCTAssertEqual(indexes, [])
+        XCTAssertTrue(WorkerStatements.heartbeat.sql.contains("SET locked_until ="))
+        XCTAssertFalse(WorkerStatements.heartbeat.sql.contains(","), "the heartbeat sets one column")
+    }
+
     func testReleaseUncountsTheAttempt() throws {
         let ids = try enqueue(1)
         let store = JobStore(connection: connection, workerID: "w1")

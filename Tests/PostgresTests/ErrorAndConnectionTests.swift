@@ -28,6 +28,26 @@ final class ErrorAndConnectionTests: XCTestCase {
         }
     }
 
+    func testTransactionSettingsApplyToItsStatementsOnlyAndABadOneLeavesNoTransactionOpen() throws {
+        let inside: String = try connection.transaction(settings: "SET LOCAL statement_timeout = '1234ms'") {
+            try $0.query("SELECT current_setting('statement_timeout')")[0].decode(0)
+        }
+        XCTAssertEqual(inside, "1234ms")
+        let after: String = try connection.query("SELECT current_setting('statement_timeout')")[0].decode(0)
+        XCTAssertEqual(after, "0")
+
+        var ran = false
+        XCTAssertThrowsError(try connection.transaction(settings: "SET LOCAL no_such_setting_x = 1") { _ in ran = true }) {
+            XCTAssertEqual(($0 as? PostgresError)?.sqlState, "42704")
+        }
+        XCTAssertFalse(ran)
+        // Not left inside the aborted transaction block (where every statement fails with
+        // 25P02): the next statements run, each in its own transaction.
+        let first: Int64 = try connection.query("SELECT txid_current()")[0].decode(0)
+        let second: Int64 = try connection.query("SELECT txid_current()")[0].decode(0)
+        XCTAssertNotEqual(first, second)
+    }
+
     func testRaisedExceptionCarriesP0001WithDetailAndHint() throws {
         let sql = "DO $$ BEGIN RAISE EXCEPTION 'boom' USING DETAIL = 'the detail', HINT = 'the hint'; END $$"
         XCTAssertThrowsError(try connection.simpleQuery(sql)) { error in

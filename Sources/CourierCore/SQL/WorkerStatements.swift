@@ -454,7 +454,8 @@ public enum WorkerStatements {
 
     /// Returns up to `$1` running jobs whose lease expired (their worker died or stalled) to
     /// `retrying`, due at once, or to `dead` when their attempts are exhausted. Walks
-    /// `jobs_lease_idx`; SKIP LOCKED so it never waits on a worker's completion.
+    /// `jobs_host_running_idx` (every running job: at most the fleet's concurrency) and sorts the
+    /// expired ones; SKIP LOCKED so it never waits on a worker's completion.
     ///
     /// Nothing is rescued within one lease (`$2` ms) of the server's start: while the server
     /// was down no worker could extend a lease, so leases that ran out during the outage say
@@ -569,7 +570,7 @@ public enum WorkerStatements {
 
     /// Destinations with an open breaker, disabled ones, and requests running at all of them:
     /// the worker's destination gauges (one row per host, and the running jobs through
-    /// `jobs_lease_idx`).
+    /// `jobs_host_running_idx`).
     public static let destinationHealth = Statement<Void>("""
         SELECT count(*) FILTER (WHERE opened_at IS NOT NULL), count(*) FILTER (WHERE disabled_at IS NOT NULL),
                (SELECT count(*) FROM courier.jobs WHERE state = 'running')

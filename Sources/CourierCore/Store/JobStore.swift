@@ -53,8 +53,7 @@ public struct JobStore {
             // `claimBatch`): lock the destinations, then count and claim under those locks. The
             // transaction need not wait for its WAL flush (`claimSettings`): a lost claim leaves
             // the jobs due, and a delivery made meanwhile is a duplicate at-least-once allows.
-            rows = try connection.transaction { connection -> [PostgresRow] in
-                try connection.simpleQuery(WorkerStatements.claimSettings.sql)
+            rows = try connection.transaction(settings: WorkerStatements.claimSettings.sql) { connection -> [PostgresRow] in
                 let hosts: [String] = try connection.run(
                     WorkerStatements.lockDestinations, (queues: queues, limit: limit)
                 ).rows.map { try $0.decode(0) }
@@ -242,9 +241,8 @@ public struct JobStore {
             // Planned at each run (not a cached prepared statement): a generic plan made while
             // the table was nearly empty kept deleting a later backlog at 5,000 jobs/s instead of
             // 70,000; planning costs about 1 ms of a batch's 50 to 100.
-            let row = try connection.transaction { connection in
-                try connection.simpleQuery(WorkerStatements.retentionSettings.sql)
-                return try connection.run(
+            let row = try connection.transaction(settings: WorkerStatements.retentionSettings.sql) { connection in
+                try connection.run(
                     WorkerStatements.deleteExpiredFinished, (defaults: retention, batchSize: budget.batchSize))[0]
             }
             let succeeded: Int = try row.decode(0), cancelled: Int = try row.decode(1), dead: Int = try row.decode(2)
