@@ -29,6 +29,9 @@ public struct WebConfiguration: Sendable {
     public var deliverySampleInterval: Double = 15
     /// How long a session lives without a request (default 12 h).
     public var sessionIdleTimeout: Double = 12 * 3600
+    /// Tries without a correct password allowed per client address before its logins are
+    /// refused for a while (default: 10 within 10 minutes).
+    public var loginFailures = LoginFailures()
     /// Rows per page of a listing (default 50).
     public var pageSize = 50
     /// The most rows a page with a URL or error substring filter examines before it answers

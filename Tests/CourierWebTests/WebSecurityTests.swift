@@ -1,5 +1,8 @@
+import AsyncHTTPClient
 import CourierCore
 import Foundation
+import NIOCore
+import CourierWeb
 import Postgres
 import XCTest
 
@@ -57,6 +60,38 @@ final class WebSecurityTests: WebTestCase {
         let page = try await browser.get("/queues")
         XCTAssertEqual(page.status, 200)
         XCTAssertTrue(page.body.contains(#"data-queue="billing""#))
+    }
+
+    /// Guesses sent at once over many connections are bounded like guesses one after another:
+    /// the address's tries are used up, and then even the right password gets 429.
+    func testGuessesOverManyConnectionsAreCutOffPerAddress() async throws {
+        try await startServer(loginFailures: LoginFailures(limit: 3, window: 600))
+        let http: HTTPClient = self.http
+        let url = base + "/login"
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for guess in 0..<6 {
+                group.addTask {
+                    var request = HTTPClientRequest(url: url)
+                    request.method = .POST
+                    request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+                    request.body = .bytes(ByteBuffer(string: "name=mallory&password=wrong+guess+\(guess)&next=%2Fqueues"))
+                    return Int(try await http.execute(request, timeout: .seconds(30)).status.code)
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        XCTAssertEqual(statuses.sorted(), [401, 401, 401, 429, 429, 429])
+        let browser = Browser(self)
+        let refused = try await browser.login()
+        XCTAssertEqual(refused.status, 429)
+        XCTAssertNil(refused.headers.first(name: "set-cookie"))
+        XCTAssertTrue(refused.body.contains("Too many wrong passwords from your address: try again in"), refused.body)
+        let retryAfter = Int(refused.headers.first(name: "retry-after") ?? "")
+        XCTAssertNotNil(retryAfter)
+        XCTAssertGreaterThan(retryAfter ?? 0, 590)
+        XCTAssertLessThanOrEqual(retryAfter ?? 0, 600)
+        let queuesStatus = try await browser.get("/queues").status
+        XCTAssertEqual(queuesStatus, 401)
     }
 
     func testWrongPasswordGetsNoSessionAndTheLoginPageAgain() async throws {

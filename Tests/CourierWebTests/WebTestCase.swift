@@ -38,7 +38,7 @@ class WebTestCase: XCTestCase {
     @discardableResult
     func startServer(
         readOnly: Bool = false, pageSize: Int = 50, scanWindow: Int = 20_000, liveInterval: Double = 2,
-        statementTimeout: Double = 15
+        statementTimeout: Double = 15, loginFailures: LoginFailures = LoginFailures()
     ) async throws -> RunningWebServer {
         var configuration = WebConfiguration(databaseURL: url, password: try WebPassword(fileContents: Self.password + "\n"))
         configuration.port = 0
@@ -47,6 +47,7 @@ class WebTestCase: XCTestCase {
         configuration.scanWindow = scanWindow
         configuration.liveInterval = liveInterval
         configuration.statementTimeout = statementTimeout
+        configuration.loginFailures = loginFailures
         var logger = Logger(label: "courier.web.test")
         logger.logLevel = .critical
         let started = try await WebServer.start(configuration, logger: logger)

@@ -70,6 +70,27 @@ final class WebUnitTests: XCTestCase {
         XCTAssertNil(store.session(for: other))
     }
 
+    func testLoginTriesAreLimitedPerAddressWithinTheWindow() {
+        var failures = LoginFailures(limit: 3, window: 60, capacity: 2)
+        let start = Date()
+        for second in 0..<3 { XCTAssertNil(failures.admit("10.0.0.1", now: start.addingTimeInterval(Double(second)))) }
+        // The fourth try within the window is refused until the first try is 60 s old.
+        XCTAssertEqual(failures.admit("10.0.0.1", now: start.addingTimeInterval(10)), start.addingTimeInterval(60))
+        XCTAssertEqual(failures.admit("10.0.0.1", now: start.addingTimeInterval(59)), start.addingTimeInterval(60))
+        XCTAssertNil(failures.admit("10.0.0.2", now: start.addingTimeInterval(10)), "another address is not affected")
+        XCTAssertNil(failures.admit("10.0.0.1", now: start.addingTimeInterval(60)), "the first try aged out")
+        XCTAssertNotNil(failures.admit("10.0.0.1", now: start.addingTimeInterval(60.5)))
+        // A correct password forgets the address's tries.
+        failures.succeeded("10.0.0.1")
+        for _ in 0..<3 { XCTAssertNil(failures.admit("10.0.0.1", now: start.addingTimeInterval(61))) }
+        // At capacity the address whose last try is oldest is forgotten first.
+        XCTAssertEqual(failures.addresses, 2)
+        XCTAssertNil(failures.admit("10.0.0.3", now: start.addingTimeInterval(62)))
+        XCTAssertEqual(failures.addresses, 2)
+        XCTAssertNotNil(failures.admit("10.0.0.1", now: start.addingTimeInterval(62)), "the newer address is kept")
+        XCTAssertNil(failures.admit("10.0.0.2", now: start.addingTimeInterval(62)), "the older one was dropped")
+    }
+
     func testBodiesLoseSecretMembersPairsAndURLCredentials() {
         let json = """
             {"event": "paid", "password": "p1", "Api-Key": 12345, "nested": {"token": {"a": "p2"}, "list": ["x"]},

@@ -17,6 +17,7 @@ final class WebApp: Sendable {
     let configuration: WebConfiguration
     let database: WebDatabase
     let sessions: SessionStore
+    let throttle: LoginThrottle
     let feed: LiveFeed
     let sampler: DeliverySampler
     let logger: Logger
@@ -33,6 +34,7 @@ final class WebApp: Sendable {
             url: configuration.databaseURL, connections: configuration.databaseConnections,
             statementTimeout: configuration.statementTimeout)
         sessions = SessionStore(idleTimeout: configuration.sessionIdleTimeout)
+        throttle = LoginThrottle(configuration.loginFailures)
         feed = LiveFeed(database: database, interval: configuration.liveInterval)
         sampler = DeliverySampler(database: database, interval: configuration.deliverySampleInterval)
         library = try Templates.library()
@@ -174,12 +176,23 @@ final class WebApp: Sendable {
         guard !name.isEmpty, name.count <= 100 else {
             return loginPage(status: .badRequest, next: next, name: nil, problem: "Give your name (at most 100 characters).")
         }
+        if let until = throttle.admit(client) {
+            let seconds = max(1, Int(until.timeIntervalSinceNow.rounded(.up)))
+            logger.warning("login refused: too many wrong passwords", metadata: ["client": "\(client)"])
+            var response = loginPage(
+                status: .tooManyRequests, next: next, name: name,
+                problem: "Too many wrong passwords from your address: try again in \(PageFormat.age(Double(seconds))).")
+            response.headers[.retryAfter] = String(seconds)
+            return response
+        }
         guard let password = form["password"], configuration.password.matches(password) else {
             logger.warning("failed login", metadata: ["client": "\(client)"])
-            // Guessing costs a second per try and connection.
+            // Guessing costs a second per try and connection, and `throttle` bounds the tries
+            // per address however many connections make them.
             try? await Task.sleep(nanoseconds: 1_000_000_000)
             return loginPage(status: .unauthorized, next: next, name: name, problem: "Wrong password.")
         }
+        throttle.succeeded(client)
         let (cookie, _) = sessions.create(name: name)
         logger.info("login", metadata: ["who": "\(name)", "client": "\(client)"])
         var response = redirect(next)
