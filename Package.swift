@@ -81,7 +81,7 @@ let package = Package(
                 .embedInCode("Migrations/0007_claim_index.sql"),
                 .embedInCode("Migrations/0008_queue_oauth.sql"),
                 .embedInCode("Migrations/0009_web_audit.sql"),
-                .embedInCode("Migrations/0010_lease_index.sql"),
+                .embedInCode("Migrations/0010_claim_lanes.sql"),
             ],
             swiftSettings: strict
         ),

@@ -68,7 +68,7 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
     func testClaimingAHostReadsOnlyTheJobsItTakes() throws {
         try staleStatistics()
         for (host, expected) in [("busy.example", 100), ("quiet.example", 3)] {
-            let plan = try explain(WorkerStatements.claimBatch.sql, arguments: "'{live}', 'w', 100, 60000, 200, '{\(host)}'")
+            let plan = try explain(WorkerStatements.claimBatch.sql, arguments: "'{live}', 'w', 100, 60000, 200, '{\(host)}', '{live}'")
             XCTAssertEqual((plan["Plan"] as? [String: Any])?["Actual Rows"] as? NSNumber, NSNumber(value: expected), host)
             // A claim of 100 handles about 100 rows in each step; reading the queue's 20,003 due
             // jobs (and sorting them) is the plan this guards against.
@@ -85,6 +85,42 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
         XCTAssertEqual((plan["Plan"] as? [String: Any])?["Actual Rows"] as? NSNumber, NSNumber(value: 2))
         XCTAssertLessThanOrEqual(mostRows(plan: plan), 10, "finding 2 hosts handled \(mostRows(plan: plan)) rows")
         XCTAssertNil(plan["JIT"], "the host lookup was compiled: \(plan["JIT"] ?? "")")
+    }
+
+    /// Another queue's backlog at the same host (a queue other workers serve) and a paused
+    /// queue's (paused while its receiver is down) lie ahead of the live queue's jobs in claim
+    /// order. A claim of the live queue must not read them, and a claim of every queue must not
+    /// read the paused one's.
+    private func backlogsAtTheSameHost() throws {
+        try connection.simpleQuery(
+            """
+            INSERT INTO courier.jobs (queue, url) SELECT 'other', 'https://busy.example/' || i FROM generate_series(1, 20000) AS i;
+            INSERT INTO courier.jobs (queue, url) SELECT 'held', 'https://busy.example/' || i FROM generate_series(1, 20000) AS i;
+            INSERT INTO courier.queues (name, paused) VALUES ('held', true);
+            INSERT INTO courier.jobs (queue, url) SELECT 'live', 'https://busy.example/' || i FROM generate_series(1, 5) AS i;
+            INSERT INTO courier.destinations (host) VALUES ('busy.example');
+            ANALYZE courier.jobs;
+            """)
+    }
+
+    func testAClaimReadsNoBacklogOfAnotherOrAPausedQueueAtTheSameHost() throws {
+        try backlogsAtTheSameHost()
+        let hosts = try explain(WorkerStatements.lockDestinations.sql, arguments: "'{live}', 100")
+        XCTAssertEqual((hosts["Plan"] as? [String: Any])?["Actual Rows"] as? NSNumber, NSNumber(value: 1))
+        XCTAssertLessThanOrEqual(mostRows(plan: hosts), 10, "finding the host handled \(mostRows(plan: hosts)) rows")
+        let claim = try explain(WorkerStatements.claimBatch.sql, arguments: "'{live}', 'w', 100, 60000, 200, '{busy.example}', '{live}'")
+        XCTAssertEqual((claim["Plan"] as? [String: Any])?["Actual Rows"] as? NSNumber, NSNumber(value: 5))
+        XCTAssertLessThanOrEqual(mostRows(plan: claim), 20, "claiming 5 jobs handled \(mostRows(plan: claim)) rows")
+        let all = try explain(WorkerStatements.claimBatch.sql, arguments: "NULL, 'w', 100, 60000, 200, '{busy.example,busy.example}', '{live,other}'")
+        XCTAssertEqual((all["Plan"] as? [String: Any])?["Actual Rows"] as? NSNumber, NSNumber(value: 100))
+        XCTAssertLessThanOrEqual(mostRows(plan: all), 300, "claiming 100 jobs handled \(mostRows(plan: all)) rows")
+
+        let store = JobStore(connection: connection, workerID: "w")
+        let live = try store.claim(queues: ["live"], limit: 10, leaseMilliseconds: 60_000)
+        XCTAssertEqual(live.map(\.queue), Array(repeating: "live", count: 5))
+        let any = try store.claim(queues: nil, limit: 10, leaseMilliseconds: 60_000)
+        XCTAssertEqual(any.map(\.queue), Array(repeating: "other", count: 10), "the paused queue's jobs stay")
+        XCTAssertEqual(any.map(\.id), any.map(\.id).sorted(), "in claim order")
     }
 
     func testTheClaimStillTakesEveryHostsJobsInOrder() throws {

@@ -37,7 +37,7 @@ public enum DestinationStatements {
 
     /// Destinations with a row or with waiting jobs, busiest first: due jobs, jobs scheduled
     /// later, running jobs, settings and breaker state. Waiting and running jobs are counted
-    /// through `jobs_host_due_idx` and `jobs_host_running_idx`.
+    /// through `jobs_lane_due_idx` and `jobs_host_running_idx`.
     public static let list = Statement<ListParameters>("""
         WITH waiting AS (
             SELECT j.host,

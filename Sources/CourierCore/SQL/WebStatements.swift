@@ -52,7 +52,7 @@ public enum WebStatements {
     /// or after, `$7` created before, `$8` finished at or after, `$9` finished before, `$10` only
     /// ids below this (the last id of the previous page); `$11` the most rows. The columns are
     /// those of `AdminStatements.listJobs`. A state walks `jobs_state_queue_idx` (state, queue,
-    /// id) backwards, a host `jobs_host_due_idx` while it is waiting; otherwise the primary key
+    /// id) backwards, a host `jobs_lane_due_idx` while it is waiting; otherwise the primary key
     /// backwards, stopping at the page's last row.
     public static let listJobs = Statement<JobPage>(
         """

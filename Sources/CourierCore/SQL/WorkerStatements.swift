@@ -20,20 +20,35 @@ public enum WorkerStatements {
         public var leaseMilliseconds: Int
         /// The in-flight cap of a host without its own (`--per-host-limit`).
         public var defaultHostCap: Int
-        /// The hosts `lockDestinations` locked, in claim order.
-        public var hosts: [String]
+        /// The lanes (host and queue) `lockDestinations` found due jobs in, at the hosts it locked.
+        public var lanes: [Lane]
 
         /// A claim.
         public init(
             queues: [String]?, workerID: String, limit: Int, leaseMilliseconds: Int, defaultHostCap: Int,
-            hosts: [String]
+            lanes: [Lane]
         ) {
             self.queues = queues
             self.workerID = workerID
             self.limit = limit
             self.leaseMilliseconds = leaseMilliseconds
             self.defaultHostCap = defaultHostCap
-            self.hosts = hosts
+            self.lanes = lanes
+        }
+    }
+
+    /// The due jobs of one queue at one host: a claim reads each lane through its own range of
+    /// `jobs_lane_due_idx`, so the jobs of other queues, and of paused ones, are never read.
+    public struct Lane: Sendable, Equatable {
+        /// The destination host.
+        public var host: String
+        /// The queue.
+        public var queue: String
+
+        /// A lane.
+        public init(host: String, queue: String) {
+            self.host = host
+            self.queue = queue
         }
     }
 
@@ -43,7 +58,7 @@ public enum WorkerStatements {
     /// it leaves the jobs due exactly as before; on a disk that flushes in ~4 ms this halves
     /// the flushes a delivery waits for. Outcomes (`completeBatch`) still wait.
     ///
-    /// `enable_sort = off`: a host's due jobs come from `jobs_host_due_idx` in claim order, never
+    /// `enable_sort = off`: a lane's due jobs come from `jobs_lane_due_idx` in claim order, never
     /// from another index and a sort. The planner would choose one when its statistics are stale:
     /// after a burst of enqueues into a table that holds millions of finished jobs, autoanalyze
     /// waits for 2 % of the table to change, the planner believes nothing is due, and a claim
@@ -68,9 +83,12 @@ public enum WorkerStatements {
     /// and locks their destination rows in host order for the rest of the transaction (creating
     /// missing rows).
     ///
-    /// 1. `hosts` lists the hosts with waiting jobs by a skip scan of `jobs_host_due_idx` (one
-    ///    index probe per host), and `heads` finds each host's first due job in claim order
-    ///    (`priority, run_at, id`).
+    /// 1. `lanes` lists the (host, queue) pairs with waiting jobs by a skip scan of
+    ///    `jobs_lane_due_idx` (one index probe per pair). Lanes of other queues and of paused
+    ///    ones are dropped here, before any of their jobs is read: a paused queue's backlog at a
+    ///    host, or one served by other workers, costs a claim one probe, not a walk through it.
+    ///    `heads` finds each remaining lane's first due job in claim order (`priority, run_at,
+    ///    id`), and `firsts` each host's first over its lanes.
     /// 2. Hosts that cannot start anything now are left out, read without a lock: disabled,
     ///    breaker open with its probe not due, no rate tokens. (Whether a host is at its cap
     ///    is counted once, under the lock, by `claimBatch`.)
@@ -78,33 +96,43 @@ public enum WorkerStatements {
     ///    every writer of destination rows locks in. A host held by another claimer is waited
     ///    for: its claim commits before this one counts.
     ///
-    /// Returns the locked hosts in claim order.
+    /// Returns the lanes with due jobs at the locked hosts, as (host, queue) rows.
     public static let lockDestinations = Statement<(queues: [String]?, limit: Int)>("""
-        WITH RECURSIVE hosts AS (
-            (SELECT j.host FROM courier.jobs j WHERE j.state IN ('pending', 'retrying') ORDER BY j.host LIMIT 1)
+        WITH RECURSIVE lanes AS (
+            (SELECT j.host, j.queue FROM courier.jobs j
+             WHERE j.state IN ('pending', 'retrying') ORDER BY j.host, j.queue LIMIT 1)
             UNION ALL
-            SELECT (SELECT j.host FROM courier.jobs j
-                    WHERE j.state IN ('pending', 'retrying') AND j.host > h.host ORDER BY j.host LIMIT 1)
-            FROM hosts h WHERE h.host IS NOT NULL
+            SELECT n.host, n.queue
+            FROM lanes l
+            CROSS JOIN LATERAL (
+                SELECT j.host, j.queue FROM courier.jobs j
+                WHERE j.state IN ('pending', 'retrying') AND (j.host, j.queue) > (l.host, l.queue)
+                ORDER BY j.host, j.queue LIMIT 1
+            ) n
         ),
         heads AS (
-            SELECT h.host, head.priority, head.run_at, head.id
-            FROM hosts h
+            SELECT l.host, l.queue, head.priority, head.run_at, head.id
+            FROM lanes l
             CROSS JOIN LATERAL (
                 SELECT j.priority, j.run_at, j.id FROM courier.jobs j
-                WHERE j.host = h.host AND \(dueOfHost)
+                WHERE j.host = l.host AND j.queue = l.queue AND \(dueOfLane)
                 LIMIT 1
             ) head
-            WHERE h.host IS NOT NULL
+            WHERE \(openLane)
+        ),
+        firsts AS (
+            SELECT DISTINCT ON (hd.host) hd.host, hd.priority, hd.run_at, hd.id
+            FROM heads hd
+            ORDER BY hd.host, hd.priority, hd.run_at, hd.id
         ),
         candidates AS (
-            SELECT hd.host, hd.priority, hd.run_at, hd.id
-            FROM heads hd
-            LEFT JOIN courier.destinations d ON d.host = hd.host
+            SELECT f.host, f.priority, f.run_at, f.id
+            FROM firsts f
+            LEFT JOIN courier.destinations d ON d.host = f.host
             WHERE d.host IS NULL
                OR (d.disabled_at IS NULL AND (d.opened_at IS NULL OR d.probe_at <= now())
                    AND courier.destination_tokens(d.rate_limit, d.tokens, d.tokens_at) >= 1)
-            ORDER BY hd.priority, hd.run_at, hd.id
+            ORDER BY f.priority, f.run_at, f.id
             LIMIT $2
         ),
         locked AS (
@@ -113,16 +141,16 @@ public enum WorkerStatements {
             ON CONFLICT (host) DO UPDATE SET claimed_at = now()
             RETURNING d.host
         )
-        SELECT c.host
-        FROM candidates c
-        WHERE c.host IN (SELECT l.host FROM locked l)
-        ORDER BY c.priority, c.run_at, c.id
+        SELECT hd.host, hd.queue
+        FROM heads hd
+        WHERE hd.host IN (SELECT l.host FROM locked l)
+        ORDER BY hd.host, hd.queue
         """, planning: .prepared) { [$0.queues.map { PostgresArray($0) }, $0.limit] }
 
     /// The second statement of a claim, in the transaction that locked the destinations: claims
-    /// up to `$3` due jobs for worker `$2` with a lease of `$4` ms from the locked hosts `$6`
-    /// (in claim order), within each host's room (`$5`: the in-flight cap of a host without its
-    /// own); `$1` restricts the queues (NULL = all).
+    /// up to `$3` due jobs for worker `$2` with a lease of `$4` ms from the lanes `lockDestinations`
+    /// returned (`$6` hosts and `$7` queues, pairwise), within each host's room (`$5`: the
+    /// in-flight cap of a host without its own); `$1` restricts the queues (NULL = all).
     ///
     /// Its snapshot is taken after the locks, so every claim of these hosts that went before
     /// has committed and its running jobs are counted: the caps hold across all workers. A job
@@ -131,8 +159,10 @@ public enum WorkerStatements {
     /// 1. `rooms`: per host, its cap minus its running jobs, within its rate tokens, one probe
     ///    when its breaker is half-open.
     /// 2. Each host gets its room, at most twice an equal share of the batch (a host with fewer
-    ///    due jobs leaves its share to the others); `picked` takes that many of its due jobs in
-    ///    claim order with `FOR UPDATE SKIP LOCKED`, and `chosen` interleaves the hosts (every
+    ///    due jobs leaves its share to the others); `lane_jobs` locks up to that many due jobs
+    ///    of each of its lanes with `FOR UPDATE SKIP LOCKED`, `picked` keeps the host's first
+    ///    ones in claim order (`priority, run_at, id`) over its lanes, and `chosen` interleaves
+    ///    the hosts (every
     ///    host's first job, then every host's second, ...), so a backlog for one host never
     ///    delays another host's job by more than one claim.
     /// 3. `spent` takes rate tokens for the jobs started, and moves a half-open breaker's next
@@ -163,16 +193,24 @@ public enum WorkerStatements {
             FROM allowed a
             WHERE a.allowance > 0
         ),
-        picked AS (
-            SELECT c.id, c.priority, c.run_at, c.queue, s.host,
-                   row_number() OVER (PARTITION BY s.host ORDER BY c.priority, c.run_at, c.id) AS turn
+        lane_jobs AS (
+            SELECT c.id, c.priority, c.run_at, l.queue, s.host, s.take
             FROM shares s
+            JOIN unnest($6::text[], $7::text[]) AS l(host, queue) ON l.host = s.host
             CROSS JOIN LATERAL (
-                SELECT j.id, j.priority, j.run_at, j.queue FROM courier.jobs j
-                WHERE j.host = s.host AND \(dueOfHost)
+                SELECT j.id, j.priority, j.run_at FROM courier.jobs j
+                WHERE j.host = l.host AND j.queue = l.queue AND \(dueOfLane)
                 LIMIT s.take
                 FOR UPDATE SKIP LOCKED
             ) c
+            WHERE \(openLane)
+        ),
+        picked AS (
+            SELECT t.id, t.priority, t.run_at, t.queue, t.host, t.turn
+            FROM (SELECT lj.id, lj.priority, lj.run_at, lj.queue, lj.host, lj.take,
+                         row_number() OVER (PARTITION BY lj.host ORDER BY lj.priority, lj.run_at, lj.id) AS turn
+                  FROM lane_jobs lj) t
+            WHERE t.turn <= t.take
         ),
         chosen AS (
             SELECT p.id, p.queue, p.host, p.turn, p.priority, p.run_at
@@ -206,18 +244,22 @@ public enum WorkerStatements {
         """, planning: .prepared) { claim in
         [
             claim.queues.map { PostgresArray($0) }, claim.workerID, claim.limit, claim.leaseMilliseconds,
-            claim.defaultHostCap, PostgresArray(claim.hosts),
+            claim.defaultHostCap, PostgresArray(claim.lanes.map(\.host)), PostgresArray(claim.lanes.map(\.queue)),
         ]
     }
 
-    /// One host's due jobs (the host's condition comes before it; `$1` queues or NULL, paused
-    /// queues left out) in claim order: shared by `lockDestinations` and `claimBatch`, so both
-    /// see the same jobs.
-    static let dueOfHost = """
+    /// One lane's due jobs (the lane's host and queue come before it) in claim order: shared by
+    /// `lockDestinations` and `claimBatch`, so both see the same jobs.
+    static let dueOfLane = """
         j.state IN ('pending', 'retrying') AND j.run_at <= now()
-          AND ($1::text[] IS NULL OR j.queue = ANY ($1::text[]))
-          AND NOT EXISTS (SELECT 1 FROM courier.queues q WHERE q.name = j.queue AND q.paused)
         ORDER BY j.priority, j.run_at, j.id
+        """
+
+    /// Whether lane `l` may be claimed from: its queue is among `$1` (NULL: every queue) and not
+    /// paused. Checked by both statements: a queue paused between them is not claimed from.
+    static let openLane = """
+        ($1::text[] IS NULL OR l.queue = ANY ($1::text[]))
+              AND NOT EXISTS (SELECT 1 FROM courier.queues q WHERE q.name = l.queue AND q.paused)
         """
 
     /// What a claim returns for each job (shared by `claimBatch` and `claimOne`, whose UPDATE

@@ -54,14 +54,14 @@ public struct JobStore {
             // transaction need not wait for its WAL flush (`claimSettings`): a lost claim leaves
             // the jobs due, and a delivery made meanwhile is a duplicate at-least-once allows.
             rows = try connection.transaction(settings: WorkerStatements.claimSettings.sql) { connection -> [PostgresRow] in
-                let hosts: [String] = try connection.run(
+                let lanes = try connection.run(
                     WorkerStatements.lockDestinations, (queues: queues, limit: limit)
-                ).rows.map { try $0.decode(0) }
-                guard !hosts.isEmpty else { return [] }
+                ).rows.map { WorkerStatements.Lane(host: try $0.decode(0), queue: try $0.decode(1)) }
+                guard !lanes.isEmpty else { return [] }
                 let result = try connection.run(
                     WorkerStatements.claimBatch,
                     .init(queues: queues, workerID: workerID, limit: limit, leaseMilliseconds: leaseMilliseconds,
-                          defaultHostCap: perHostLimit, hosts: hosts))
+                          defaultHostCap: perHostLimit, lanes: lanes))
                 // One row with NULL job columns when nothing was claimed; the last column says
                 // whether some host's room was used up.
                 var claimed: [PostgresRow] = []
