@@ -162,9 +162,8 @@ public enum WorkerStatements {
     ///    due jobs leaves its share to the others); `lane_jobs` locks up to that many due jobs
     ///    of each of its lanes with `FOR UPDATE SKIP LOCKED`, `picked` keeps the host's first
     ///    ones in claim order (`priority, run_at, id`) over its lanes, and `chosen` interleaves
-    ///    the hosts (every
-    ///    host's first job, then every host's second, ...), so a backlog for one host never
-    ///    delays another host's job by more than one claim.
+    ///    the hosts (every host's first job, then every host's second, ...), so a backlog for
+    ///    one host never delays another host's job by more than one claim.
     /// 3. `spent` takes rate tokens for the jobs started, and moves a half-open breaker's next
     ///    probe one cool-down on.
     ///
