@@ -36,6 +36,17 @@ public final class PostgresResult: @unchecked Sendable {
 
     func isNull(row: Int, column: Int) -> Bool { PQgetisnull(handle, Int32(row), Int32(column)) == 1 }
 
+    /// Calls `body` with the value's bytes as libpq holds them (no copy); nil for NULL.
+    func withBytes<T>(row: Int, column: Int, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T? {
+        guard !isNull(row: row, column: column), let value = PQgetvalue(handle, Int32(row), Int32(column)) else {
+            return nil
+        }
+        let length = Int(PQgetlength(handle, Int32(row), Int32(column)))
+        return value.withMemoryRebound(to: UInt8.self, capacity: length) {
+            body(UnsafeBufferPointer(start: $0, count: length))
+        }
+    }
+
     func text(row: Int, column: Int) -> String? {
         guard !isNull(row: row, column: column), let value = PQgetvalue(handle, Int32(row), Int32(column)) else {
             return nil
@@ -59,11 +70,12 @@ public struct PostgresRow: Sendable {
         guard column >= 0, column < result.columns.count else {
             throw PostgresError(kind: .usage, message: "column \(column) out of range (\(result.columns.count) columns)")
         }
-        guard let text = result.text(row: index, column: column) else {
+        guard let decoded = result.withBytes(row: index, column: column, { T.decode(postgresBytes: $0) }) else {
             throw PostgresError(
                 kind: .decoding, message: "column \"\(result.columns[column])\" is NULL where \(T.self) was expected")
         }
-        guard let value = T.decode(postgresText: text) else {
+        guard let value = decoded else {
+            let text = result.text(row: index, column: column) ?? ""
             throw PostgresError(
                 kind: .decoding,
                 message: "column \"\(result.columns[column])\" value \(text.prefix(60).debugDescription) is not a \(T.self)"

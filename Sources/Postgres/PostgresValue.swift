@@ -19,6 +19,16 @@ public protocol PostgresEncodable: Sendable {
 public protocol PostgresDecodable {
     /// Decodes the column's text (never called for NULL).
     static func decode(postgresText text: String) -> Self?
+    /// Decodes the column's text as the bytes libpq holds (never called for NULL). The default
+    /// makes a `String` and calls `decode(postgresText:)`; a type that reads the bytes faster
+    /// (bytea's hex, which would otherwise be copied into a `String` first) provides its own.
+    static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> Self?
+}
+
+extension PostgresDecodable {
+    public static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> Self? {
+        decode(postgresText: String(decoding: bytes, as: UTF8.self))
+    }
 }
 
 extension String: PostgresEncodable, PostgresDecodable {
@@ -73,11 +83,17 @@ extension Array: PostgresEncodable where Element == UInt8 {
 extension Array: PostgresDecodable where Element == UInt8 {
     /// Decodes bytea's hex text form (`\x0a1b...`).
     public static func decode(postgresText text: String) -> [UInt8]? { PostgresBytea.decodeHex(text) }
+    public static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        PostgresBytea.decodeHex(bytes)
+    }
 }
 
 extension Data: PostgresEncodable, PostgresDecodable {
     public var postgresValue: PostgresValue { .bytes([UInt8](self)) }
     public static func decode(postgresText text: String) -> Data? { PostgresBytea.decodeHex(text).map { Data($0) } }
+    public static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> Data? {
+        PostgresBytea.decodeHex(bytes).map { Data($0) }
+    }
 }
 
 extension Date: PostgresEncodable, PostgresDecodable {
@@ -108,31 +124,38 @@ public struct PostgresJSON: PostgresEncodable, PostgresDecodable, Sendable, Equa
 /// bytea hex decoding.
 enum PostgresBytea {
     static func decodeHex(_ text: String) -> [UInt8]? {
-        var utf8 = text.utf8[...]
-        guard utf8.count >= 2, utf8.removeFirst() == UInt8(ascii: "\\"), utf8.removeFirst() == UInt8(ascii: "x"),
-            utf8.count % 2 == 0
-        else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(utf8.count / 2)
-        var high: UInt8? = nil
-        for char in utf8 {
-            guard let nibble = hexValue(char) else { return nil }
-            if let h = high {
-                out.append(h << 4 | nibble)
-                high = nil
-            } else {
-                high = nibble
-            }
-        }
-        return out
+        var text = text
+        return text.withUTF8 { decodeHex($0) }
     }
 
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
+    /// Decodes `\x` followed by pairs of hex digits; nil for anything else. Called for every
+    /// claimed job's body, so it reads the bytes through a table and writes in place.
+    static func decodeHex(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        guard bytes.count >= 2, bytes[0] == UInt8(ascii: "\\"), bytes[1] == UInt8(ascii: "x"), bytes.count % 2 == 0
+        else { return nil }
+        let count = (bytes.count - 2) / 2
+        var valid = true
+        let out = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var bad: UInt8 = 0
+            for i in 0..<count {
+                let high = nibbles[Int(bytes[2 + 2 * i])]
+                let low = nibbles[Int(bytes[3 + 2 * i])]
+                bad |= (high | low) & 0x10
+                buffer[i] = high << 4 | (low & 0x0F)
+            }
+            valid = bad == 0
+            initialized = count
+        }
+        return valid ? out : nil
+    }
+
+    /// Each byte's value as a hex digit; 0x10 for a byte that is not one.
+    private static let nibbles: [UInt8] = (0...255).map { byte -> UInt8 in
+        switch UInt8(byte) {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return UInt8(byte) - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return UInt8(byte) - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return UInt8(byte) - UInt8(ascii: "A") + 10
+        default: return 0x10
         }
     }
 }

@@ -58,6 +58,24 @@ final class ParameterRoundTripTests: XCTestCase {
         XCTAssertEqual(try row.decode(0, as: Data.self), Data(bytes))
     }
 
+    func testByteaOfEveryByteValueDecodesFromTheServersHexInBothCases() throws {
+        let bytes = (0...255).map { UInt8($0) }
+        let row = try connection.query("SELECT $1::bytea, upper(encode($1::bytea, 'hex'))", [bytes])[0]
+        XCTAssertEqual(try row.decode(0, as: [UInt8].self), bytes)
+        XCTAssertEqual(try row.decode(0, as: Data.self), Data(bytes))
+        XCTAssertEqual([UInt8].decode(postgresText: "\\x" + (try row.decode(1, as: String.self))), bytes)
+        XCTAssertEqual([UInt8].decode(postgresText: "\\x"), [])
+        for bad in ["", "\\", "x00", "\\x0", "\\x0g", "\\xg0", "\\x 0", "\\x00\u{e9}", "\\X00"] {
+            XCTAssertNil([UInt8].decode(postgresText: bad), bad)
+        }
+        // A value the server sends that is not hex (a text column read as bytea) is an error
+        // naming the column, never a wrong value.
+        XCTAssertThrowsError(try connection.query("SELECT 'abc'::text AS t")[0].decode(0, as: [UInt8].self)) { error in
+            XCTAssertEqual((error as? PostgresError)?.kind, .decoding)
+            XCTAssertTrue("\(error)".contains("\"t\""), "\(error)")
+        }
+    }
+
     func testOneMebibyteValuesRoundTrip() throws {
         let text = String(repeating: "abcdefgh", count: 131_072)
         let bytes = (0..<1_048_576).map { UInt8(truncatingIfNeeded: $0 &* 31) }
