@@ -288,6 +288,7 @@ public struct JobStore {
     /// The stored headers as pairs; anything but a JSON object of strings is an error that
     /// names what was found (the row then goes to the dead letters, alone).
     static func decodeHeaders(_ json: String) throws -> [(String, String)] {
+        if let pairs = HeaderObject.parse(json) { return pairs.sorted { $0.0 < $1.0 } }
         let value = try? JSONSerialization.jsonObject(with: Data(json.utf8), options: [.fragmentsAllowed])
         guard let object = value as? [String: Any] else {
             throw JobRowError(message: "headers must be a JSON object of strings, found \(json.prefix(40))")
