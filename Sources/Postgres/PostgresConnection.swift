@@ -251,6 +251,45 @@ public final class PostgresConnection: @unchecked Sendable {
         _ = try run(blocking: { PQexec($0, sql) }, send: { PQsendQuery($0, sql) })
     }
 
+    /// Runs `statements` in one round trip: sent together and answered together (libpq's
+    /// pipeline mode), each as a statement prepared on this connection on first use, as
+    /// `queryCached` does. Under a `queryTimeout`, the deadline covers the whole pipeline.
+    ///
+    /// PostgreSQL runs them in order and skips every one after a failure. That first error is
+    /// thrown once all answers are read, so the connection is ready for the next statement.
+    /// Inside a transaction block the failure leaves the transaction aborted, as it would one
+    /// statement at a time: the caller rolls back.
+    ///
+    /// - Returns: each statement's result, in order.
+    @discardableResult
+    public func pipeline(_ statements: [PipelineStatement]) throws -> [PostgresResult] {
+        let conn = try live()
+        guard !statements.isEmpty else { return [] }
+        var names: [String] = []
+        names.reserveCapacity(statements.count)
+        for statement in statements {
+            if let name = preparedStatements[statement.sql] {
+                names.append(name)
+            } else {
+                let name = "courier_s\(preparedStatements.count + 1)"
+                try prepare(name: name, sql: statement.sql)
+                names.append(name)
+            }
+        }
+        do {
+            return try Self.exchangePipeline(
+                conn, names: names, statements: statements, timeout: settings.queryTimeout ?? .infinity)
+        } catch let error as DeadlineExpired {
+            close()
+            throw PostgresError(kind: .connectionLost, message: error.message)
+        } catch {
+            // A connection left in pipeline mode (a failed send) would refuse every later
+            // statement: drop it, as after a lost connection.
+            if let handle, PQpipelineStatus(handle) != PQ_PIPELINE_OFF { close() }
+            throw error
+        }
+    }
+
     /// Checks that the server answers within `timeout` seconds (`SELECT 1`), whatever the
     /// connection's `queryTimeout`.
     ///
@@ -273,6 +312,17 @@ public final class PostgresConnection: @unchecked Sendable {
         try transaction(settings: nil, body)
     }
 
+    /// Ends the open transaction block with COMMIT.
+    public func commit() throws {
+        try simpleQuery("COMMIT")
+    }
+
+    /// Rolls back the open transaction block after an error, when the connection is still
+    /// there to do it; never throws (a ROLLBACK outside a block only warns).
+    public func rollbackAfterError() {
+        if isOpen { try? simpleQuery("ROLLBACK") }
+    }
+
     /// Runs `body` in a transaction whose first statements are `settings` (`SET LOCAL ...`,
     /// semicolon-separated), sent together with BEGIN: one round trip instead of two.
     /// COMMIT when `body` returns, ROLLBACK when it throws or the settings fail.
@@ -283,15 +333,15 @@ public final class PostgresConnection: @unchecked Sendable {
         do {
             try simpleQuery(settings.map { "BEGIN; " + $0 } ?? "BEGIN")
         } catch {
-            if isOpen, settings != nil { try? simpleQuery("ROLLBACK") }
+            if settings != nil { rollbackAfterError() }
             throw error
         }
         do {
             let value = try body(self)
-            try simpleQuery("COMMIT")
+            try commit()
             return value
         } catch {
-            if isOpen { try? simpleQuery("ROLLBACK") }
+            rollbackAfterError()
             throw error
         }
     }
@@ -395,29 +445,11 @@ public final class PostgresConnection: @unchecked Sendable {
     ) throws -> PostgresResult {
         let deadline = Deadline(seconds: timeout)
         guard send(conn) == 1 else { throw lost(conn, "the statement could not be sent") }
-        // A non-blocking send may leave data in libpq's buffer; PQflush returns 1 until all is
-        // written. The server may answer (or notify) meanwhile, so reading must go on as well.
-        while true {
-            let flushed = PQflush(conn)
-            if flushed == 0 { break }
-            if flushed < 0 { throw lost(conn, "the statement could not be sent") }
-            let events = try waitForSocket(conn, events: Int16(POLLIN | POLLOUT), deadline: deadline)
-            if events & Int16(POLLIN | POLLHUP | POLLERR) != 0, PQconsumeInput(conn) == 0 {
-                throw lost(conn, "connection lost while sending")
-            }
-        }
+        try flush(conn, deadline: deadline)
         var kept: PostgresResult?
         var firstError: PostgresError?
         while true {
-            while PQisBusy(conn) == 1 {
-                _ = try waitForSocket(conn, events: Int16(POLLIN), deadline: deadline)
-                if PQconsumeInput(conn) == 0 {
-                    guard PQstatus(conn) == CONNECTION_BAD else { throw lost(conn, "the answer could not be read") }
-                    // The socket is gone but what was read stays: PQgetResult returns the
-                    // server's last words (a FATAL error such as 57P01 or 25P03) without waiting.
-                    break
-                }
-            }
+            try awaitResult(conn, deadline: deadline)
             guard let result = PQgetResult(conn) else { break }
             let status = PQresultStatus(result)
             if status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH {
@@ -434,6 +466,91 @@ public final class PostgresConnection: @unchecked Sendable {
         if let firstError { throw firstError }
         if let kept { return kept }
         throw lost(conn, "no result from server")
+    }
+
+    /// `pipeline`'s exchange: enter pipeline mode, queue every statement and a sync, flush,
+    /// then read each statement's answer (results, then NULL) until the sync's.
+    private static func exchangePipeline(
+        _ conn: OpaquePointer, names: [String], statements: [PipelineStatement], timeout: Double
+    ) throws -> [PostgresResult] {
+        let wasBlocking = PQisnonblocking(conn) == 0
+        if wasBlocking { PQsetnonblocking(conn, 1) }
+        guard PQenterPipelineMode(conn) == 1 else { throw lost(conn, "the connection could not enter pipeline mode") }
+        let deadline = Deadline(seconds: timeout)
+        for (name, statement) in zip(names, statements) {
+            let sent = withParameters(statement.parameters) { count, values, lengths, formats in
+                PQsendQueryPrepared(conn, name, count, values, lengths, formats, 0)
+            }
+            guard sent == 1 else { throw lost(conn, "the statement could not be sent") }
+        }
+        guard PQpipelineSync(conn) == 1 else { throw lost(conn, "the statement could not be sent") }
+        try flush(conn, deadline: deadline)
+        var results = [PostgresResult?](repeating: nil, count: statements.count)
+        var current = 0
+        var firstError: PostgresError?
+        reading: while true {
+            try awaitResult(conn, deadline: deadline)
+            guard let result = PQgetResult(conn) else {
+                // The end of one statement's answer.
+                if PQstatus(conn) == CONNECTION_BAD { break reading }
+                current += 1
+                continue
+            }
+            switch PQresultStatus(result) {
+            case PGRES_PIPELINE_SYNC:
+                PQclear(result)
+                break reading
+            case PGRES_PIPELINE_ABORTED:
+                // Skipped after an earlier statement's error.
+                PQclear(result)
+            default:
+                do {
+                    let checked = try check(result, conn)
+                    if current < results.count { results[current] = checked }
+                } catch let error as PostgresError {
+                    if firstError == nil { firstError = error }
+                    if PQstatus(conn) == CONNECTION_BAD { break reading }
+                }
+            }
+        }
+        if PQstatus(conn) == CONNECTION_OK {
+            PQexitPipelineMode(conn)
+            if wasBlocking { PQsetnonblocking(conn, 0) }
+        }
+        if let firstError { throw firstError }
+        let answered = results.compactMap { $0 }
+        guard PQstatus(conn) == CONNECTION_OK, answered.count == statements.count else {
+            throw lost(conn, "no result from server")
+        }
+        return answered
+    }
+
+    /// Writes out what libpq holds for the server. A non-blocking send may leave data in its
+    /// buffer; PQflush returns 1 until all is written. The server may answer (or notify)
+    /// meanwhile, so reading must go on as well.
+    private static func flush(_ conn: OpaquePointer, deadline: Deadline) throws {
+        while true {
+            let flushed = PQflush(conn)
+            if flushed == 0 { return }
+            if flushed < 0 { throw lost(conn, "the statement could not be sent") }
+            let events = try waitForSocket(conn, events: Int16(POLLIN | POLLOUT), deadline: deadline)
+            if events & Int16(POLLIN | POLLHUP | POLLERR) != 0, PQconsumeInput(conn) == 0 {
+                throw lost(conn, "connection lost while sending")
+            }
+        }
+    }
+
+    /// Reads from the socket until `PQgetResult` would not block.
+    private static func awaitResult(_ conn: OpaquePointer, deadline: Deadline) throws {
+        while PQisBusy(conn) == 1 {
+            _ = try waitForSocket(conn, events: Int16(POLLIN), deadline: deadline)
+            if PQconsumeInput(conn) == 0 {
+                guard PQstatus(conn) == CONNECTION_BAD else { throw lost(conn, "the answer could not be read") }
+                // The socket is gone but what was read stays: PQgetResult returns the server's
+                // last words (a FATAL error such as 57P01 or 25P03) without waiting.
+                return
+            }
+        }
     }
 
     /// A connection error carrying libpq's own message when it has one.
@@ -594,6 +711,25 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         return redacted
     }
+}
+
+/// One statement of `PostgresConnection.pipeline(_:)`: its text and bound parameters.
+public struct PipelineStatement: Sendable {
+    /// The statement, with `$1`, `$2`, ... placeholders; one statement, not a script.
+    public var sql: String
+    /// One value per placeholder.
+    public var parameters: [any PostgresEncodable]
+
+    /// A statement and its parameters.
+    public init(_ sql: String, _ parameters: [any PostgresEncodable] = []) {
+        self.sql = sql
+        self.parameters = parameters
+    }
+
+    /// `BEGIN`: the pipeline's later statements, and those after it, run in one transaction.
+    public static let begin = PipelineStatement("BEGIN")
+    /// `COMMIT`.
+    public static let commit = PipelineStatement("COMMIT")
 }
 
 /// A point on the monotonic clock `seconds` from now, for the statement deadline.

@@ -48,6 +48,67 @@ final class ErrorAndConnectionTests: XCTestCase {
         XCTAssertNotEqual(first, second)
     }
 
+    func testAPipelineAnswersEachStatementInOrderOnBlockingAndDeadlineConnections() throws {
+        let withDeadline = try PostgresConnection(url, settings: PostgresConnection.Settings(queryTimeout: 5))
+        defer { withDeadline.close() }
+        for connection in [connection!, withDeadline] {
+            let results = try connection.pipeline([
+                PipelineStatement("BEGIN"),
+                PipelineStatement("SELECT set_config('statement_timeout', '4321ms', true)"),
+                PipelineStatement("SELECT n, $1::text FROM generate_series(1, $2::int) AS n", ["x", 3]),
+                PipelineStatement("SELECT current_setting('statement_timeout')"),
+                PipelineStatement("COMMIT"),
+            ])
+            XCTAssertEqual(results.count, 5)
+            XCTAssertEqual(try results[2].rows.map { try $0.decode(0, as: Int.self) }, [1, 2, 3])
+            XCTAssertEqual(try results[2][0].decode(1, as: String.self), "x")
+            XCTAssertEqual(try results[3][0].decode(0, as: String.self), "4321ms")
+            // Prepared once: the same statements again reuse them, and the connection is out of
+            // pipeline mode (a plain statement runs).
+            XCTAssertEqual(try connection.pipeline([PipelineStatement("SELECT $1::int + 1", [41])])[0][0].decode(0, as: Int.self), 42)
+            XCTAssertEqual(try connection.query("SELECT current_setting('statement_timeout')")[0].decode(0, as: String.self), "0")
+            XCTAssertEqual(try connection.pipeline([]).count, 0)
+        }
+    }
+
+    func testAFailureInAPipelineIsThrownAndSkipsTheStatementsAfterIt() throws {
+        try connection.simpleQuery("CREATE TEMP TABLE p (id int PRIMARY KEY)")
+        XCTAssertThrowsError(
+            try connection.pipeline([
+                PipelineStatement("INSERT INTO p VALUES ($1)", [1]),
+                PipelineStatement("INSERT INTO p VALUES ($1)", [1]),
+                PipelineStatement("INSERT INTO p VALUES ($1)", [2]),
+            ])
+        ) { XCTAssertEqual(($0 as? PostgresError)?.sqlState, "23505") }
+        // Outside a transaction block a pipeline is one implicit transaction: all or nothing.
+        XCTAssertEqual(try connection.query("SELECT count(*) FROM p")[0].decode(0, as: Int.self), 0)
+
+        // Inside one, the failure leaves it aborted (25P02) until the caller rolls back.
+        XCTAssertThrowsError(
+            try connection.pipeline([
+                PipelineStatement("BEGIN"), PipelineStatement("INSERT INTO p VALUES ($1)", [3]),
+                PipelineStatement("SELECT 1 / $1::int", [0]), PipelineStatement("COMMIT"),
+            ])
+        ) { XCTAssertEqual(($0 as? PostgresError)?.sqlState, "22012") }
+        XCTAssertThrowsError(try connection.query("SELECT 1")) { XCTAssertEqual(($0 as? PostgresError)?.sqlState, "25P02") }
+        try connection.simpleQuery("ROLLBACK")
+        XCTAssertEqual(try connection.query("SELECT count(*) FROM p")[0].decode(0, as: Int.self), 0)
+        XCTAssertTrue(connection.isOpen)
+    }
+
+    func testAPipelinePastItsDeadlineClosesTheConnection() throws {
+        let short = try PostgresConnection(url, settings: PostgresConnection.Settings(queryTimeout: 0.5))
+        defer { short.close() }
+        let started = Date()
+        XCTAssertThrowsError(
+            try short.pipeline([PipelineStatement("SELECT 1"), PipelineStatement("SELECT pg_sleep($1)", [5])])
+        ) { XCTAssertEqual(($0 as? PostgresError)?.kind, .connectionLost, "\($0)") }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 4)
+        XCTAssertFalse(short.isOpen)
+        try short.reconnect()
+        XCTAssertEqual(try short.pipeline([PipelineStatement("SELECT 7")])[0][0].decode(0, as: Int.self), 7)
+    }
+
     func testRaisedExceptionCarriesP0001WithDetailAndHint() throws {
         let sql = "DO $$ BEGIN RAISE EXCEPTION 'boom' USING DETAIL = 'the detail', HINT = 'the hint'; END $$"
         XCTAssertThrowsError(try connection.simpleQuery(sql)) { error in

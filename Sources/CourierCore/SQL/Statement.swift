@@ -35,6 +35,12 @@ public struct Statement<Parameters>: Sendable {
 
     /// The positional values for `parameters`.
     public func arguments(_ parameters: Parameters) -> [any PostgresEncodable] { bind(parameters) }
+
+    /// This statement with `parameters`, as one step of `PostgresConnection.pipeline(_:)`
+    /// (where every statement is prepared).
+    public func pipelined(_ parameters: Parameters) -> PipelineStatement {
+        PipelineStatement(sql, bind(parameters))
+    }
 }
 
 extension Statement where Parameters == Void {
@@ -42,6 +48,9 @@ extension Statement where Parameters == Void {
     public init(_ sql: String, planning: Planning = .perCall) {
         self.init(sql, planning: planning) { _ in [] }
     }
+
+    /// This statement as one step of a pipeline.
+    public var pipelined: PipelineStatement { pipelined(()) }
 }
 
 extension PostgresConnection {

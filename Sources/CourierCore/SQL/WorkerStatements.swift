@@ -52,7 +52,8 @@ public enum WorkerStatements {
         }
     }
 
-    /// Settings of the claim's own transaction.
+    /// Settings of the claim's own transaction, as one statement (`set_config(..., true)` is
+    /// `SET LOCAL`), so it can travel in the claim's pipeline right after BEGIN.
     ///
     /// `synchronous_commit = off`: the claim need not wait for its WAL flush. Lost in a crash,
     /// it leaves the jobs due exactly as before; on a disk that flushes in ~4 ms this halves
@@ -74,9 +75,9 @@ public enum WorkerStatements {
     /// compiling the statement took 0.9 s on every claim. A claim touches a few hundred rows;
     /// JIT never pays for itself here.
     public static let claimSettings = Statement<Void>("""
-        SET LOCAL synchronous_commit = off; SET LOCAL enable_sort = off; SET LOCAL jit = off;
-        SET LOCAL plan_cache_mode = force_generic_plan
-        """)
+        SELECT set_config('synchronous_commit', 'off', true), set_config('enable_sort', 'off', true),
+               set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)
+        """, planning: .prepared)
 
     /// The first statement of a claim: finds the hosts with due jobs (`$1` queues or NULL; paused
     /// queues left out) that may start something, oldest first job first, at most `$2` of them,

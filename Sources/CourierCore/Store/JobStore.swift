@@ -53,24 +53,37 @@ public struct JobStore {
             // `claimBatch`): lock the destinations, then count and claim under those locks. The
             // transaction need not wait for its WAL flush (`claimSettings`): a lost claim leaves
             // the jobs due, and a delivery made meanwhile is a duplicate at-least-once allows.
-            rows = try connection.transaction(settings: WorkerStatements.claimSettings.sql) { connection -> [PostgresRow] in
-                let lanes = try connection.run(
-                    WorkerStatements.lockDestinations, (queues: queues, limit: limit)
-                ).rows.map { WorkerStatements.Lane(host: try $0.decode(0), queue: try $0.decode(1)) }
-                guard !lanes.isEmpty else { return [] }
-                let result = try connection.run(
-                    WorkerStatements.claimBatch,
-                    .init(queues: queues, workerID: workerID, limit: limit, leaseMilliseconds: leaseMilliseconds,
-                          defaultHostCap: perHostLimit, lanes: lanes))
+            // Two round trips: BEGIN and the settings travel with the first statement, COMMIT
+            // with the second.
+            do {
+                let opened = try connection.pipeline([
+                    .begin, WorkerStatements.claimSettings.pipelined,
+                    WorkerStatements.lockDestinations.pipelined((queues: queues, limit: limit)),
+                ])
+                let lanes = try opened[2].rows.map {
+                    WorkerStatements.Lane(host: try $0.decode(0), queue: try $0.decode(1))
+                }
+                if lanes.isEmpty {
+                    try connection.commit()
+                    return out
+                }
+                let claimed = try connection.pipeline([
+                    WorkerStatements.claimBatch.pipelined(
+                        .init(queues: queues, workerID: workerID, limit: limit, leaseMilliseconds: leaseMilliseconds,
+                              defaultHostCap: perHostLimit, lanes: lanes)),
+                    .commit,
+                ])[0]
                 // One row with NULL job columns when nothing was claimed; the last column says
                 // whether some host's room was used up.
-                var claimed: [PostgresRow] = []
-                let heldBack = result.columns.count - 1
-                for row in result.rows {
+                let heldBack = claimed.columns.count - 1
+                for row in claimed.rows {
                     if try row.decode(heldBack, as: Bool.self) { out.heldBack = true }
-                    if try row.decode(0, as: Int64?.self) != nil { claimed.append(row) }
+                    if try row.decode(0, as: Int64?.self) != nil { rows.append(row) }
                 }
-                return claimed
+            } catch {
+                // A failed statement leaves the transaction open and aborted.
+                connection.rollbackAfterError()
+                throw error
             }
         } catch let error as PostgresError where error.isRowDataError {
             let candidates = try connection.run(WorkerStatements.claimCandidates, (queues: queues, limit: limit))
