@@ -193,12 +193,18 @@ final class WebDriver: @unchecked Sendable {
 
     func stop() {
         if process.isRunning { process.terminate() }
-        waitForExitQuietly(process)
+        waitForExitQuietly(process, seconds: 2)
+        // chromedriver inherits the signal mask of the test's thread, where SIGTERM can be
+        // blocked: it then outlived every test run. SIGKILL cannot be blocked.
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            waitForExitQuietly(process, seconds: 5)
+        }
         try? FileManager.default.removeItem(at: profile)
     }
 
-    private func waitForExitQuietly(_ process: Process) {
-        let deadline = Date().addingTimeInterval(10)
+    private func waitForExitQuietly(_ process: Process, seconds: Double) {
+        let deadline = Date().addingTimeInterval(seconds)
         while process.isRunning && Date() < deadline { usleep(20_000) }
     }
 
