@@ -20,35 +20,49 @@ package struct BenchCommand: ParsableCommand {
         commandName: "bench",
         abstract: "Measure throughput, latency and cost against this machine's own ceilings.",
         discussion: """
-            Starts a throwaway PostgreSQL cluster (durable settings: fsync and synchronous_commit
-            on) unless --database-url is given, and a fast HTTP sink on 127.0.0.1 unless
-            --sink-url is given. The worker is a real `courier worker` child process; its CPU
-            time and peak RSS are read from /proc. Scenarios:
+            Starts a throwaway PostgreSQL cluster (durable settings: fsync and
+            synchronous_commit on) unless --database-url is given, and a fast HTTP
+            sink on 127.0.0.1 unless --sink-url is given. The worker is a real
+            `courier worker` child process; its CPU time and peak RSS are read from
+            /proc. Scenarios:
 
-              drain     bulk-enqueue --jobs jobs to one host, then time the worker (its default
-                        settings) until all succeeded; prints claims per delivery
-              drain-limit200  the same with --per-host-limit 200, to compare with drain
-              fanout    like drain, the jobs spread over 1,000 host names of the local sink
-                        (h1.localhost ... via the worker's --resolve)
-              failing-host  jobs at --rate to 20 healthy hosts for --duration, first alone,
-                        then with a host that answers 500 to everything: the healthy hosts'
-                        enqueue->start p99 in both runs and the attempts the failing host got
-              latency   one job at a time at --rate for --duration into an idle, listening worker
-              flaky     like drain, 30% of first attempts answered 503, retry after ~1 s
-              ceilings  (a) claim/complete/attempt statements with no HTTP (PostgreSQL's limit)
-                        (b) the worker's HTTP client against the sink with no database
-              inflight  1,000 deliveries held open by a slow sink: the worker's peak memory
-              saturated every slot held 5 s by the sink (about 40 deliveries/s with 200 slots):
-                        the worker's CPU while it only waits, over 30 s (not in the default set)
-              scale     --due jobs drained on an empty table, then again next to --history
-                        finished jobs: drain, claim p99, queue_stats time (not in the default set)
-              soak      --soak-rate jobs/s for --soak-duration, worker --retention --soak-retention:
-                        table and index sizes every 30 s, removal vs enqueue (not in the default set)
-              scaleout  --jobs drained by --worker-processes worker processes (not in the default set)
-              web       every page of `courier web` timed over HTTP beside --history finished jobs
+              drain     bulk-enqueue --jobs jobs to one host, then time the worker
+                        (its default settings) until all succeeded; prints claims
+                        per delivery
+              drain-limit200
+                        the same with --per-host-limit 200, to compare with drain
+              fanout    like drain, the jobs spread over 1,000 host names of the
+                        local sink (h1.localhost ... via the worker's --resolve)
+              failing-host
+                        jobs at --rate to 20 healthy hosts for --duration, first
+                        alone, then with a host that answers 500 to everything:
+                        the healthy hosts' enqueue->start p99 in both runs and
+                        the attempts the failing host got
+              latency   one job at a time at --rate for --duration into an idle,
+                        listening worker
+              flaky     like drain, 30% of first attempts answered 503, retry
+                        after ~1 s
+              ceilings  (a) claim/complete/attempt statements with no HTTP
+                        (PostgreSQL's limit); (b) the worker's HTTP client
+                        against the sink with no database
+              inflight  1,000 deliveries held open by a slow sink: the worker's
+                        peak memory
+              saturated every slot held 5 s by the sink (about 40 deliveries/s
+                        with 200 slots): the worker's CPU while it only waits,
+                        over 30 s (not in the default set)
+              scale     --due jobs drained on an empty table, then again next to
+                        --history finished jobs: drain, claim p99, queue_stats
+                        time (not in the default set)
+              soak      --soak-rate jobs/s for --soak-duration, worker
+                        --retention --soak-retention: table and index sizes every
+                        30 s, removal vs enqueue (not in the default set)
+              scaleout  --jobs drained by --worker-processes worker processes
                         (not in the default set)
+              web       every page of `courier web` timed over HTTP beside
+                        --history finished jobs (not in the default set)
 
-            Benchmark a release build: swift build -c release && .build/release/courier bench
+            Benchmark a release build:
+              swift build -c release && .build/release/courier bench
 
             Examples:
               courier bench

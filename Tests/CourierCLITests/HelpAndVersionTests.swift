@@ -44,6 +44,16 @@ final class HelpAndVersionTests: XCTestCase {
         XCTAssertTrue(viaHelp.stdout.contains("USAGE: courier dead requeue"), viaHelp.stdout)
     }
 
+    func testBenchHelpKeepsItsOwnLinesAtEightyColumns() throws {
+        // ArgumentParser wraps at 80 columns; a longer line in the text came out as a line and
+        // a stray word ("synchronous_commit" alone, then "on)").
+        let result = try run(["bench", "--help"])
+        let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        XCTAssertTrue(lines.contains("synchronous_commit on) unless --database-url is given, and a fast HTTP"), result.stdout)
+        XCTAssertTrue(lines.contains("  swift build -c release && .build/release/courier bench"), result.stdout)
+        XCTAssertFalse(lines.contains("on) unless --database-url is given, and a fast HTTP sink on 127.0.0.1 unless"))
+    }
+
     func testVersionPrintsTheVersionAndTheSchemaItExpects() throws {
         let result = try run(["--version"])
         XCTAssertEqual(result.status, 0, result.stderr)
