@@ -108,7 +108,7 @@ extension BenchRunner {
         // all-visible. Autovacuum would settle both within a minute of such a change (its
         // threshold on courier.jobs is 2 % of the table); a backlog that waits is in that
         // state. Only analyzing here left the timed claims to read a table no deployment keeps:
-        // claim p50 3.1 to 3.3 ms that way, 2.8 ms once vacuumed (docs/scaling.md).
+        // claim p50 3.1 to 3.3 ms that way, 2.8 to 3.3 ms once vacuumed (docs/scaling.md).
         try connection.simpleQuery(BenchStatements.settleJobs.sql)
         var statsWhileDue: [Double] = []
         if queueStatsWhileDue { statsWhileDue = try timeStatement(BenchStatements.queueStats, times: 20) }
