@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "courier", targets: ["courier"]),
         .library(name: "RetryClient", targets: ["RetryClient"]),
         .library(name: "RetryClientTesting", targets: ["RetryClientTesting"]),
+        .library(name: "CourierModel", targets: ["CourierModel"]),
         .library(name: "CourierCore", targets: ["CourierCore"]),
     ],
     dependencies: [
@@ -36,6 +37,13 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        // The types every layer shares: job states and transitions, claimed jobs and attempt
+        // records, the delivery policy and its verdict, backoff and schedules, defaults.
+        // Foundation only, so the admin commands and the console never link the HTTP stack.
+        .target(
+            name: "CourierModel",
+            swiftSettings: strict
+        ),
         // A thin, safe layer over libpq: the only `import CLibPQ`.
         .target(
             name: "Postgres",
@@ -46,6 +54,7 @@ let package = Package(
         .target(
             name: "RetryClient",
             dependencies: [
+                "CourierModel",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -60,14 +69,12 @@ let package = Package(
             dependencies: ["RetryClient"],
             swiftSettings: strict
         ),
-        // Job model, state machine, SQL statements, the store and the migrator. It uses
-        // RetryClient's pure policy types (`DeliveryPolicy`, `Backoff`), so the durable schedule
-        // and the in-process retries decide from one table and compute one backoff.
+        // SQL statements, the stores that run them and the migrator, over CourierModel's types.
         .target(
             name: "CourierCore",
             dependencies: [
+                "CourierModel",
                 "Postgres",
-                "RetryClient",
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Migrations/README.md"],

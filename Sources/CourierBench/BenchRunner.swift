@@ -418,8 +418,8 @@ package struct BenchRunner {
                         let now = Date()
                         try store.complete(claimed.map {
                             AttemptRecord(
-                                jobID: $0.id, attempt: $0.attempt, transition: .succeed, result: .delivered(status: 200),
-                                startedAt: now, finishedAt: now, responseExcerpt: #"{"ok":true}"#)
+                                jobID: $0.id, attempt: $0.attempt, transition: .succeed,
+                                delivery: .delivered(responseExcerpt: #"{"ok":true}"#), startedAt: now, finishedAt: now)
                         })
                     }
                 } catch {
@@ -466,8 +466,8 @@ package struct BenchRunner {
                                 id: Int64(n + 1), queue: "bench", method: "POST", url: url,
                                 headers: [("Content-Type", "application/json")], body: BenchRunner.payload(n), attempt: 1,
                                 maxAttempts: 1, schedule: .standardWebhooks, signingSecret: nil, queueMaxInFlight: nil)
-                            let report = await deliverer.deliver(job)
-                            if case .delivered = report.result {} else { failures += 1 }
+                            let delivery = await deliverer.deliver(job)
+                            if delivery.verdict.durable != .succeed { failures += 1 }
                         }
                     }
                 }

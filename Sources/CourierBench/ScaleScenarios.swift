@@ -151,8 +151,8 @@ extension BenchRunner {
             claimTimes.append(elapsed)
             let now = Date()
             _ = try? probeStore.complete(claimed.map {
-                AttemptRecord(jobID: $0.id, attempt: $0.attempt, transition: .succeed, result: .delivered(status: 200),
-                              startedAt: now, finishedAt: now, responseExcerpt: nil)
+                AttemptRecord(jobID: $0.id, attempt: $0.attempt, transition: .succeed, delivery: .delivered(),
+                              startedAt: now, finishedAt: now)
             })
         })
         let after = process.stats

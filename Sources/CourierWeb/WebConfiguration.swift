@@ -1,3 +1,4 @@
+import CourierCore
 import Foundation
 
 /// How `courier web` runs. The CLI fills it from flags and `COURIER_*` variables; this target
@@ -39,7 +40,7 @@ public struct WebConfiguration: Sendable {
     public var scanWindow = 20_000
     /// The workers' default in-flight cap per host, shown for destinations without their own
     /// (default 200, the worker's default).
-    public var defaultPerHostLimit = 200
+    public var defaultPerHostLimit = Defaults.perHostLimit
 
     /// Creates a configuration with the defaults above.
     public init(databaseURL: String, password: WebPassword) {

@@ -270,27 +270,26 @@ final class ClaimLoop: @unchecked Sendable {
             tasks[ref] = Task { [deliverer, limiter, metrics, logger, weak self] in
                 metrics.wireStarted()
                 let startedAt = Date()
-                let report = await deliverer.deliver(job)
+                let delivery = await deliverer.deliver(job)
                 let finishedAt = Date()
                 metrics.wireEnded()
                 limiter.release(queue: job.queue)
                 let transition = JobTransition.decide(
-                    result: report.result, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule,
+                    delivery, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule,
                     postponements: job.postponements, parkOnGone: job.parkOnGone, random: Double.random(in: 0..<1))
                 metrics.latency.recordSeconds(finishedAt.timeIntervalSince(startedAt))
                 logger.debug(
                     "delivery finished",
                     metadata: [
                         "job.id": "\(job.id)", "job.queue": "\(job.queue)", "job.host": "\(job.host)",
-                        "job.attempt": "\(job.attempt)", "http.status": "\(report.result.status.map(String.init) ?? "-")",
+                        "job.attempt": "\(job.attempt)", "http.status": "\(delivery.status.map(String.init) ?? "-")",
                         "outcome": "\(WorkerMetrics.outcomeName(transition))",
                         "duration_ms": "\(Int(finishedAt.timeIntervalSince(startedAt) * 1000))",
                     ])
                 self?.post(
                     AttemptRecord(
-                        jobID: job.id, attempt: job.attempt, transition: transition, result: report.result,
-                        startedAt: startedAt, finishedAt: finishedAt, responseExcerpt: report.responseExcerpt,
-                        host: job.host, signal: report.signal, inProcess: report.inProcess))
+                        jobID: job.id, attempt: job.attempt, transition: transition, delivery: delivery,
+                        startedAt: startedAt, finishedAt: finishedAt, host: job.host))
             }
         }
         lock.withLock { inFlightNow += startedRefs.count }
@@ -321,16 +320,16 @@ final class ClaimLoop: @unchecked Sendable {
     /// due again at once (or dead when it was the last attempt).
     private func interruptedRecord(_ ref: JobRef) -> AttemptRecord? {
         guard let job = jobs[ref] else { return nil }
-        let result = DeliveryResult.retryable(
-            status: nil, error: "interrupted: the worker stopped before the response arrived", retryAfter: nil)
+        // The receiver did nothing wrong: the verdict of `.interrupted` says nothing about it.
+        let delivery = Delivery.failure(
+            .interrupted, error: "interrupted: the worker stopped before the response arrived")
         var transition = JobTransition.decide(
-            result: result, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule, random: 0.5)
-        if case .retry = transition { transition = .retry(delay: 0) }
+            delivery, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule, random: 0.5)
+        if case .retry = transition { transition = .retry(delay: .zero) }
         let now = Date()
-        // The receiver did nothing wrong: the cut-off says nothing about the destination.
         return AttemptRecord(
-            jobID: job.id, attempt: job.attempt, transition: transition, result: result, startedAt: now,
-            finishedAt: now, responseExcerpt: nil, host: job.host, signal: DestinationSignal.none)
+            jobID: job.id, attempt: job.attempt, transition: transition, delivery: delivery, startedAt: now,
+            finishedAt: now, host: job.host)
     }
 }
 

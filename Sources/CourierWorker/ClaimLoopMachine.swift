@@ -167,7 +167,7 @@ public struct ClaimLoopMachine: Sendable {
     /// The delay before the `failures`-th retry of a failed statement: 0.1 s doubling to 5 s,
     /// scaled by `jitter` (a factor around 1, e.g. in 0.75...1.25).
     public static func retryDelay(failures: Int, jitter: Double) -> UInt64 {
-        UInt64(statementBackoff.baseSeconds(afterFailure: failures) * jitter * 1e9)
+        UInt64(statementBackoff.baseDelay(afterFailure: failures).inSeconds * jitter * 1e9)
     }
 
     /// 0.1 s doubling to 5 s: the claim loops' statement retries and the listener's reconnect.

@@ -5,12 +5,14 @@ import RetryClient
 
 /// How deliveries are sent.
 public struct HTTPDelivererConfiguration: Sendable {
-    /// Connect timeout in seconds (default 10).
-    public var connectTimeout: Double = 10
-    /// Total time for one request, response head and excerpt included, in seconds (default 30).
-    public var totalTimeout: Double = 30
-    /// Bytes of the response body kept as the excerpt; the rest is not read (default 20,000).
-    public var maximumExcerptBytes: Int = 20_000
+    /// Connect timeout (default ``Defaults/connectTimeout``, 10 s).
+    public var connectTimeout: Duration = Defaults.connectTimeout
+    /// Total time for one request, response head and excerpt included (default
+    /// ``Defaults/totalTimeout``, 30 s).
+    public var totalTimeout: Duration = Defaults.totalTimeout
+    /// Bytes of the response body kept as the excerpt; the rest is not read (default
+    /// ``Defaults/maximumExcerptBytes``, 20,000).
+    public var maximumExcerptBytes: Int = Defaults.maximumExcerptBytes
     /// Allow private, loopback, link-local and other non-global targets (default false).
     public var allowPrivateTargets: Bool = false
     /// Connections kept per host (default 32; match the per-host in-flight cap).
@@ -18,8 +20,8 @@ public struct HTTPDelivererConfiguration: Sendable {
     /// In-process retries of a refused or reset connection (default 2): the first tier of
     /// docs/state-machine.md. Everything else goes back to the queue's schedule.
     public var quickRetries: Int = 2
-    /// Delay before the first quick retry in seconds, doubling after (default 0.1).
-    public var quickRetryDelay: Double = 0.1
+    /// Delay before the first quick retry, doubling after (default 100 ms).
+    public var quickRetryDelay: Duration = .milliseconds(100)
     /// The `User-Agent` sent unless the job sets one.
     public var userAgent: String = "Courier/0.1"
     /// Resolves target host names once per delivery when private targets are refused; the
@@ -56,8 +58,8 @@ public final class HTTPDeliverer: Deliverer, Sendable {
     /// Creates a deliverer with its own HTTP client; call `shutdown()` when done.
     public convenience init(configuration: HTTPDelivererConfiguration, logger: Logger) {
         var transportConfiguration = AsyncHTTPClientTransport.Configuration()
-        transportConfiguration.connectTimeout = .milliseconds(Int64(configuration.connectTimeout * 1000))
-        transportConfiguration.totalTimeout = .milliseconds(Int64(configuration.totalTimeout * 1000))
+        transportConfiguration.connectTimeout = configuration.connectTimeout
+        transportConfiguration.totalTimeout = configuration.totalTimeout
         transportConfiguration.maximumExcerptBytes = configuration.maximumExcerptBytes
         transportConfiguration.maximumConnectionsPerHost = configuration.maximumConnectionsPerHost
         transportConfiguration.followRedirects = false
@@ -88,7 +90,7 @@ public final class HTTPDeliverer: Deliverer, Sendable {
     static func quickRetryPolicy(_ configuration: HTTPDelivererConfiguration) -> RetryPolicy {
         RetryPolicy(
             retryLimit: configuration.quickRetries,
-            exponentialBackoffScale: .milliseconds(Int64(configuration.quickRetryDelay * 1000)),
+            exponentialBackoffScale: configuration.quickRetryDelay,
             maximumBackoff: .seconds(1), retryableStatusCodes: [],
             retryableTransportErrorKinds: DeliveryPolicy.transportKinds(where: .retryNow))
     }
@@ -98,14 +100,13 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         try? ownedTransport?.syncShutdown()
     }
 
-    public func deliver(_ job: ClaimedJob) async -> DeliveryReport {
+    public func deliver(_ job: ClaimedJob) async -> Delivery {
         var request = makeRequest(job)
         let host: String
         do {
             host = try request.validate().host
         } catch {
-            return DeliveryReport(
-                result: .permanent(status: nil, error: "invalid request: \(error)"), responseExcerpt: nil)
+            return .failure(.invalidRequest, error: "invalid request: \(error)")
         }
         // Private targets allowed: the name is resolved by the connection itself, unless fixed
         // answers (`--resolve`) must steer it.
@@ -114,7 +115,7 @@ public final class HTTPDeliverer: Deliverer, Sendable {
             case .success(let address):
                 request.connectAddress = address
             case .failure(let refusal):
-                return DeliveryReport(result: refusal.result, responseExcerpt: nil)
+                return refusal.delivery
             }
         }
         var adapters: [any RequestAdapter] = []
@@ -129,7 +130,7 @@ public final class HTTPDeliverer: Deliverer, Sendable {
             do {
                 adapters.append(try StandardWebhookSigner(secrets: [secret]))
             } catch {
-                return DeliveryReport(result: .permanent(status: nil, error: "queue \(job.queue): \(error)"), responseExcerpt: nil)
+                return .failure(.invalidRequest, error: "queue \(job.queue): \(error)")
             }
         }
         let client = RetryingClient(
@@ -137,10 +138,10 @@ public final class HTTPDeliverer: Deliverer, Sendable {
             interceptor: Interceptor(adapters: adapters, retriers: retriers),
             maximumInProcessDelay: .seconds(1), logger: logger)
         let (outcome, sent) = await client.sendTraced(request)
-        var report = self.report(outcome)
+        var delivery = self.delivery(outcome)
         // Every request before the call's deciding one was repeated within this attempt: each
         // leaves its own row. (When the deciding try failed in an adapter, nothing of it was sent.)
-        report.inProcess = sent.filter { $0.attempt < outcome.attempts }.map { earlier in
+        delivery.inProcess = sent.filter { $0.attempt < outcome.attempts }.map { earlier in
             switch earlier.result {
             case .success(let response):
                 return InProcessAttempt(
@@ -152,34 +153,32 @@ public final class HTTPDeliverer: Deliverer, Sendable {
                     error: Self.classify(error, configuration: configuration).error ?? error.description)
             }
         }
-        return report
+        return delivery
     }
 
-    /// The report of a finished call: its last attempt decides.
-    private func report(_ outcome: RetryOutcome) -> DeliveryReport {
+    /// What a finished call produced: its last attempt decides.
+    private func delivery(_ outcome: RetryOutcome) -> Delivery {
         switch outcome {
         case .delivered(let response, _):
-            return DeliveryReport(result: .delivered(status: response.status), responseExcerpt: Self.excerpt(response))
+            return Self.classify(response)
         case .retryLater(_, _, let last, _), .gaveUp(_, let last, _):
             switch last {
             case .response(let response):
-                return DeliveryReport(result: Self.classify(response), responseExcerpt: Self.excerpt(response))
+                return Self.classify(response)
             case .transport(let error):
-                return DeliveryReport(result: Self.classify(error, configuration: configuration), responseExcerpt: nil)
+                return Self.classify(error, configuration: configuration)
             case .adapter(let error as OAuth2TokenError):
-                // The token endpoint failed, not the receiver: its breaker is left alone.
-                let verdict = DeliveryPolicy.verdict(for: error.isPermanent ? .tokenRejected : .tokenUnavailable)
-                return DeliveryReport(
-                    result: Self.result(verdict, status: nil, error: Redaction.message(error.description), retryAfter: nil),
-                    responseExcerpt: nil, signal: DestinationSignal(verdict.receiver))
+                // The token endpoint failed, not the receiver: the verdict leaves its breaker alone.
+                return .failure(
+                    error.isPermanent ? .tokenRejected : .tokenUnavailable, error: Redaction.message(error.description))
             case .adapter(let error):
-                return DeliveryReport(result: .permanent(status: nil, error: "\(error)"), responseExcerpt: nil)
+                return .failure(.invalidRequest, error: "\(error)")
             }
         }
     }
 
     private struct Refusal: Error {
-        var result: DeliveryResult
+        var delivery: Delivery
     }
 
     /// The address to connect to for `host`: the literal itself, or the first address of one
@@ -187,10 +186,9 @@ public final class HTTPDeliverer: Deliverer, Sendable {
     /// `nil` connects as the URL says (an IP literal needs no pinning).
     private func checkedAddress(of host: String) async -> Result<String?, Refusal> {
         func refuse(_ address: IPAddress) -> Result<String?, Refusal> {
-            .failure(Refusal(result: Self.result(
-                DeliveryPolicy.verdict(for: .refusedTarget), status: nil,
-                error: "refused private target: \(host) resolves to \(address) (allow with --allow-private-targets)",
-                retryAfter: nil)))
+            .failure(Refusal(delivery: .failure(
+                .refusedTarget,
+                error: "refused private target: \(host) resolves to \(address) (allow with --allow-private-targets)")))
         }
         let checked = !configuration.allowPrivateTargets
         if let literal = IPAddress(host) {
@@ -200,13 +198,11 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         do {
             addresses = try await configuration.resolver.resolve(host)
         } catch {
-            return .failure(Refusal(result: Self.result(
-                DeliveryPolicy.verdict(for: .transport(.dnsFailure)), status: nil, error: "\(error)", retryAfter: nil)))
+            return .failure(Refusal(delivery: .failure(.transport(.dnsFailure), error: "\(error)")))
         }
         guard let first = addresses.first else {
-            return .failure(Refusal(result: Self.result(
-                DeliveryPolicy.verdict(for: .transport(.dnsFailure)), status: nil,
-                error: "DNS lookup of \(host) returned no address", retryAfter: nil)))
+            return .failure(Refusal(delivery: .failure(
+                .transport(.dnsFailure), error: "DNS lookup of \(host) returned no address")))
         }
         if checked, let bad = TargetPolicy.firstNonGlobal(addresses) { return refuse(bad) }
         return .success(first.description)
@@ -235,55 +231,31 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         return text
     }
 
-    /// The queue's view of a response: ``DeliveryPolicy``'s verdict for its status (with
-    /// `Retry-After` when sent and readable), as the durable tier takes it.
-    static func classify(_ response: HTTPResponseSummary) -> DeliveryResult {
+    /// What a response produced: ``DeliveryPolicy``'s verdict for its status (with
+    /// `Retry-After` when sent and readable), the excerpt, and an error line for anything but a
+    /// success.
+    static func classify(_ response: HTTPResponseSummary) -> Delivery {
         let status = response.status
-        let retryAfter = response.header("retry-after")
-            .flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) }
-            .map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
-        let verdict = DeliveryPolicy.verdict(status: status, retryAfter: retryAfter != nil)
+        let retryAfter = response.header("retry-after").flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) }
         var description = "HTTP \(status) \(response.reason)"
         if (300..<400).contains(status) { description += " (redirects are not followed)" }
-        return result(verdict, status: status, error: description, retryAfter: retryAfter)
+        return .response(status: status, error: description, retryAfter: retryAfter, responseExcerpt: excerpt(response))
     }
 
-    /// The queue's view of a transport failure: ``DeliveryPolicy``'s verdict for its kind, with
-    /// a message for people.
-    static func classify(_ error: TransportError, configuration: HTTPDelivererConfiguration) -> DeliveryResult {
+    /// What a transport failure produced: ``DeliveryPolicy``'s verdict for its kind, with a
+    /// message for people.
+    static func classify(_ error: TransportError, configuration: HTTPDelivererConfiguration) -> Delivery {
         let message: String
         switch error.kind {
         case .invalidRequest: message = "invalid URL or request: \(error.message.prefix(200))"
         case .tlsFailure: message = "TLS failure: \(error.message.prefix(200))"
         case .connectRefused: message = "connection refused"
         case .connectionReset: message = "connection reset before a complete response"
-        case .connectTimeout: message = "connect timeout after \(Int(configuration.connectTimeout)) s"
-        case .readTimeout: message = "timeout after \(Int(configuration.totalTimeout)) s"
+        case .connectTimeout: message = "connect timeout after \(configuration.connectTimeout.components.seconds) s"
+        case .readTimeout: message = "timeout after \(configuration.totalTimeout.components.seconds) s"
         case .dnsFailure: message = "DNS lookup failed: \(error.message.prefix(200))"
         default: message = "transport error: \(error.message.prefix(200))"
         }
-        return result(DeliveryPolicy.verdict(for: .transport(error.kind)), status: nil, error: message, retryAfter: nil)
-    }
-
-    /// A verdict as the queue's `DeliveryResult`: what the durable tier does with it (the
-    /// in-process tier is over by now).
-    static func result(_ verdict: DeliveryPolicy.Verdict, status: Int?, error: String, retryAfter: Double?) -> DeliveryResult {
-        switch verdict.durable {
-        case .succeed: return .delivered(status: status ?? 200)
-        case .retryNow, .retryLater, .postpone: return .retryable(status: status, error: error, retryAfter: retryAfter)
-        case .park, .dead: return .permanent(status: status, error: error)
-        }
-    }
-}
-
-extension DestinationSignal {
-    /// The receiver signal of a ``DeliveryPolicy`` verdict.
-    init(_ signal: DeliveryPolicy.ReceiverSignal) {
-        switch signal {
-        case .answered: self = .answered
-        case .failed: self = .failed
-        case .gone: self = .gone
-        case .none: self = .none
-        }
+        return .failure(.transport(error.kind), error: message)
     }
 }

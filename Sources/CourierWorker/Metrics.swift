@@ -80,7 +80,7 @@ public final class WorkerMetrics: @unchecked Sendable {
     /// Counts an outcome once it is written.
     func record(_ record: AttemptRecord, queue: String) {
         let key = DeliveryKey(
-            queue: queue, outcome: Self.outcomeName(record.transition), statusClass: Self.statusClass(record.result.status))
+            queue: queue, outcome: Self.outcomeName(record.transition), statusClass: Self.statusClass(record.delivery.status))
         let counter = lock.withLock { () -> Counter in
             written += 1
             tallies.add(record.transition)

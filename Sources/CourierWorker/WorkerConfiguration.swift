@@ -67,7 +67,7 @@ public struct WorkerConfiguration: Sendable {
         pollInterval: Double = 1,
         leaseDuration: Double = 60,
         heartbeatInterval: Double = 15,
-        perHostLimit: Int = 200,
+        perHostLimit: Int = Defaults.perHostLimit,
         capDeferral: Double = 0.25,
         maintenanceInterval: Double = 5,
         retention: Double = 7 * 86_400,

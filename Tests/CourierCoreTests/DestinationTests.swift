@@ -45,7 +45,7 @@ final class DestinationTests: XCTestCase {
             "SELECT count(*) FROM courier.jobs WHERE host = $1 AND state = 'running'", [host(name)])[0].decode(0)
     }
 
-    private func record(_ store: JobStore, _ jobs: [ClaimedJob], _ result: DeliveryResult, postponements: Int = 0)
+    private func record(_ store: JobStore, _ jobs: [ClaimedJob], _ result: Delivery, postponements: Int = 0)
         throws
     {
         let now = Date()
@@ -53,9 +53,9 @@ final class DestinationTests: XCTestCase {
             AttemptRecord(
                 jobID: job.id, attempt: job.attempt,
                 transition: JobTransition.decide(
-                    result: result, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule,
+                    result, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule,
                     postponements: job.postponements, parkOnGone: job.parkOnGone, random: 0.5),
-                result: result, startedAt: now, finishedAt: now, responseExcerpt: nil, host: job.host)
+                delivery: result, startedAt: now, finishedAt: now, host: job.host)
         })
     }
 
@@ -162,7 +162,7 @@ final class DestinationTests: XCTestCase {
         // UPDATE: each frees exactly one slot.
         try store.release([(jobs[0].id, jobs[0].attempt)], delayMilliseconds: 60_000)
         XCTAssertEqual(try claim().count, 1)
-        try record(store, [jobs[1]], .retryable(status: 500, error: "HTTP 500", retryAfter: nil))
+        try record(store, [jobs[1]], .response(status: 500, error: "HTTP 500"))
         XCTAssertEqual(try claim().count, 1)
         try connection.query(
             "UPDATE courier.jobs SET locked_until = now() - interval '1 second' WHERE id = $1", [jobs[2].id])
@@ -205,7 +205,7 @@ final class DestinationTests: XCTestCase {
         let store = JobStore(connection: connection, workerID: "w1")
         let first = try store.claim(queues: [queue], limit: 3, leaseMilliseconds: 60_000)
         XCTAssertEqual(first.count, 3)
-        try record(store, first, .retryable(status: 502, error: "HTTP 502", retryAfter: nil))
+        try record(store, first, .response(status: 502, error: "HTTP 502"))
         let state = try connection.query(
             "SELECT failure_streak, opened_at IS NOT NULL, probe_at > now() + interval '50 seconds' FROM courier.destinations WHERE host = $1",
             [host("flaky")])[0]
@@ -247,7 +247,7 @@ final class DestinationTests: XCTestCase {
         let id = try enqueue(1, host: "busy429", maxAttempts: 1)[0]
         let store = JobStore(connection: connection, workerID: "w1")
         let jobs = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 60_000)
-        try record(store, jobs, .retryable(status: 429, error: "HTTP 429", retryAfter: 30))
+        try record(store, jobs, .response(status: 429, error: "HTTP 429", retryAfter: .seconds(30)))
         let row = try connection.query(
             """
             SELECT state::text, attempt, postponements, run_at > now() + interval '25 seconds',
@@ -272,7 +272,7 @@ final class DestinationTests: XCTestCase {
         let store = JobStore(connection: connection, workerID: "w1")
         let jobs = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 60_000)
         XCTAssertEqual(jobs.first?.parkOnGone, false)
-        try record(store, jobs, .permanent(status: 410, error: "HTTP 410 Gone"))
+        try record(store, jobs, .response(status: 410, error: "HTTP 410 Gone"))
         XCTAssertEqual(
             try connection.query("SELECT state::text FROM courier.jobs WHERE id = $1", [ids[0]])[0].decode(0, as: String.self),
             "dead")
@@ -286,7 +286,7 @@ final class DestinationTests: XCTestCase {
         let ids = try enqueue(3, host: "gone")
         let store = JobStore(connection: connection, workerID: "w1")
         let jobs = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 60_000)
-        try record(store, jobs, .permanent(status: 410, error: "HTTP 410 Gone"))
+        try record(store, jobs, .response(status: 410, error: "HTTP 410 Gone"))
         let destination = try connection.query(
             "SELECT disabled_at IS NOT NULL, disabled_reason FROM courier.destinations WHERE host = $1", [host("gone")])[0]
         XCTAssertEqual(try destination.decode(0, as: Bool.self), true)

@@ -370,8 +370,7 @@ final class HostileInputValidationTests: XCTestCase {
         XCTAssertEqual(
             try store.complete([
                 AttemptRecord(jobID: again[0].id, attempt: again[0].attempt, transition: .dead(reason: "invalid URL"),
-                              result: .permanent(status: nil, error: "invalid URL"), startedAt: now, finishedAt: now,
-                              responseExcerpt: nil)
+                              delivery: .failure(.invalidRequest, error: "invalid URL"), startedAt: now, finishedAt: now)
             ]), [again[0].id])
         XCTAssertEqual(try owner.query("SELECT state::text FROM courier.jobs")[0].decode(0, as: String.self), "dead")
         // Changing the request itself is checked.

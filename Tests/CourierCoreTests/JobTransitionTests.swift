@@ -1,121 +1,134 @@
+import Foundation
 import CourierCore
 import XCTest
 
 final class JobTransitionTests: XCTestCase {
-    private let schedule = RetrySchedule(delays: [5, 300, 1800], jitter: 0.2)
+    private let schedule = RetrySchedule(delays: [.seconds(5), .seconds(300), .seconds(1800)], jitter: 0.2)
 
     func testStandardWebhooksScheduleIsTenAttemptsOverAboutThreeDays() {
         let s = RetrySchedule.standardWebhooks
         XCTAssertEqual(s.delays.count + 1, RetrySchedule.defaultMaxAttempts)
-        let total = (1..<RetrySchedule.defaultMaxAttempts).map { s.baseDelay(afterAttempt: $0) }.reduce(0, +)
-        XCTAssertEqual(total / 86_400, 3.1, accuracy: 0.1)
+        let total = (1..<RetrySchedule.defaultMaxAttempts).map { s.baseDelay(afterAttempt: $0) }.reduce(.zero, +)
+        XCTAssertEqual(total / .seconds(86_400), 3.1, accuracy: 0.1)
         XCTAssertEqual(s.jitter, 0.2)
     }
 
     func testLastDelayRepeatsWhenAttemptsOutnumberTheSchedule() {
-        XCTAssertEqual(schedule.baseDelay(afterAttempt: 1), 5)
-        XCTAssertEqual(schedule.baseDelay(afterAttempt: 3), 1800)
-        XCTAssertEqual(schedule.baseDelay(afterAttempt: 9), 1800)
-        XCTAssertEqual(RetrySchedule(delays: []).baseDelay(afterAttempt: 1), 0)
+        XCTAssertEqual(schedule.baseDelay(afterAttempt: 1), .seconds(5))
+        XCTAssertEqual(schedule.baseDelay(afterAttempt: 3), .seconds(1800))
+        XCTAssertEqual(schedule.baseDelay(afterAttempt: 9), .seconds(1800))
+        XCTAssertEqual(RetrySchedule(delays: []).baseDelay(afterAttempt: 1), .zero)
     }
 
     func testJitterStaysWithinTwentyPercent() {
-        XCTAssertEqual(schedule.delay(afterAttempt: 2, random: 0), 240, accuracy: 1e-9)
-        XCTAssertEqual(schedule.delay(afterAttempt: 2, random: 0.5), 300, accuracy: 1e-9)
-        XCTAssertEqual(schedule.delay(afterAttempt: 2, random: 1), 360, accuracy: 1e-9)
+        XCTAssertEqual(schedule.delay(afterAttempt: 2, random: 0) / .seconds(1), 240, accuracy: 1e-9)
+        XCTAssertEqual(schedule.delay(afterAttempt: 2, random: 0.5) / .seconds(1), 300, accuracy: 1e-9)
+        XCTAssertEqual(schedule.delay(afterAttempt: 2, random: 1) / .seconds(1), 360, accuracy: 1e-9)
         for _ in 0..<1000 {
             let d = schedule.delay(afterAttempt: 1, random: Double.random(in: 0..<1))
-            XCTAssertTrue((4.0...6.0).contains(d))
+            XCTAssertTrue((Duration.seconds(4)...Duration.seconds(6)).contains(d))
         }
     }
 
     func testSuccessSucceedsOnAnyAttempt() {
         XCTAssertEqual(
-            JobTransition.decide(result: .delivered(status: 204), attempt: 10, maxAttempts: 10, schedule: schedule, random: 0.5),
+            JobTransition.decide(.delivered(status: 204), attempt: 10, maxAttempts: 10, schedule: schedule, random: 0.5),
             .succeed)
     }
 
     func testRetryableFailureWithAttemptsLeftRetriesOnTheSchedule() {
-        let result = DeliveryResult.retryable(status: 503, error: "HTTP 503", retryAfter: nil)
+        let result = Delivery.response(status: 503, error: "HTTP 503")
         XCTAssertEqual(
-            JobTransition.decide(result: result, attempt: 1, maxAttempts: 3, schedule: schedule, random: 0.5),
-            .retry(delay: 5))
+            JobTransition.decide(result, attempt: 1, maxAttempts: 3, schedule: schedule, random: 0.5),
+            .retry(delay: .seconds(5)))
     }
 
     func testRetryAfterMayLengthenButNeverShortenTheWait() {
         // Statuses other than 429/503 (and 429/503 past the postponement cap) spend the attempt.
-        let longer = DeliveryResult.retryable(status: 500, error: "HTTP 500", retryAfter: 120)
+        let longer = Delivery.response(status: 500, error: "HTTP 500", retryAfter: .seconds(120))
         XCTAssertEqual(
-            JobTransition.decide(result: longer, attempt: 1, maxAttempts: 3, schedule: schedule, random: 0.5),
-            .retry(delay: 120))
-        let shorter = DeliveryResult.retryable(status: 429, error: "HTTP 429", retryAfter: 1)
+            JobTransition.decide(longer, attempt: 1, maxAttempts: 3, schedule: schedule, random: 0.5),
+            .retry(delay: .seconds(120)))
+        let shorter = Delivery.response(status: 429, error: "HTTP 429", retryAfter: .seconds(1))
         XCTAssertEqual(
             JobTransition.decide(
-                result: shorter, attempt: 2, maxAttempts: 3, schedule: schedule,
-                postponements: JobTransition.maximumPostponements, random: 0.5),
-            .retry(delay: 300))
-        let huge = DeliveryResult.retryable(status: 502, error: "HTTP 502", retryAfter: 10 * 86_400)
+                shorter, attempt: 2, maxAttempts: 3, schedule: schedule,
+                postponements: Defaults.maximumPostponements, random: 0.5),
+            .retry(delay: .seconds(300)))
+        let huge = Delivery.response(status: 502, error: "HTTP 502", retryAfter: .seconds(10 * 86_400))
         XCTAssertEqual(
-            JobTransition.decide(result: huge, attempt: 1, maxAttempts: 3, schedule: schedule, random: 0.5),
-            .retry(delay: JobTransition.maximumRetryAfter))
+            JobTransition.decide(huge, attempt: 1, maxAttempts: 3, schedule: schedule, random: 0.5),
+            .retry(delay: Defaults.maximumRetryAfter))
     }
 
     func testTooManyRequestsOrUnavailableWithRetryAfterPostponesWithoutSpendingTheAttempt() {
         for status in [429, 503] {
-            let result = DeliveryResult.retryable(status: status, error: "HTTP \(status)", retryAfter: 30)
+            let result = Delivery.response(status: status, error: "HTTP \(status)", retryAfter: .seconds(30))
             let transition = JobTransition.decide(
-                result: result, attempt: 3, maxAttempts: 3, schedule: schedule, postponements: 4, random: 0.5)
-            XCTAssertEqual(transition, .postpone(delay: 30))
+                result, attempt: 3, maxAttempts: 3, schedule: schedule, postponements: 4, random: 0.5)
+            XCTAssertEqual(transition, .postpone(delay: .seconds(30)))
             XCTAssertFalse(transition.spendsAttempt)
             XCTAssertEqual(transition.state, .retrying)
         }
         // Without Retry-After it is an ordinary failure.
-        let bare = DeliveryResult.retryable(status: 429, error: "HTTP 429", retryAfter: nil)
+        let bare = Delivery.response(status: 429, error: "HTTP 429")
         XCTAssertEqual(
-            JobTransition.decide(result: bare, attempt: 1, maxAttempts: 3, schedule: schedule, random: 0.5),
-            .retry(delay: 5))
+            JobTransition.decide(bare, attempt: 1, maxAttempts: 3, schedule: schedule, random: 0.5),
+            .retry(delay: .seconds(5)))
         // Past the cap the answer spends an attempt, and on the last attempt the job is dead.
-        let capped = DeliveryResult.retryable(status: 503, error: "HTTP 503", retryAfter: 30)
+        let capped = Delivery.response(status: 503, error: "HTTP 503", retryAfter: .seconds(30))
         XCTAssertEqual(
             JobTransition.decide(
-                result: capped, attempt: 3, maxAttempts: 3, schedule: schedule,
-                postponements: JobTransition.maximumPostponements, random: 0.5),
+                capped, attempt: 3, maxAttempts: 3, schedule: schedule,
+                postponements: Defaults.maximumPostponements, random: 0.5),
             .dead(reason: "attempts exhausted (3 of 3): HTTP 503"))
         // The server's delay is capped like any Retry-After.
-        let far = DeliveryResult.retryable(status: 429, error: "HTTP 429", retryAfter: 1e9)
+        let far = Delivery.response(status: 429, error: "HTTP 429", retryAfter: .seconds(1_000_000_000))
         XCTAssertEqual(
-            JobTransition.decide(result: far, attempt: 1, maxAttempts: 3, schedule: schedule, random: 0.5),
-            .postpone(delay: JobTransition.maximumRetryAfter))
+            JobTransition.decide(far, attempt: 1, maxAttempts: 3, schedule: schedule, random: 0.5),
+            .postpone(delay: Defaults.maximumRetryAfter))
     }
 
     func testGoneParksTheJobWithoutSpendingTheAttempt() {
-        let gone = DeliveryResult.permanent(status: 410, error: "HTTP 410")
-        let transition = JobTransition.decide(result: gone, attempt: 3, maxAttempts: 3, schedule: schedule, random: 0.5)
+        let gone = Delivery.response(status: 410, error: "HTTP 410")
+        let transition = JobTransition.decide(gone, attempt: 3, maxAttempts: 3, schedule: schedule, random: 0.5)
         guard case .park = transition else { return XCTFail("410 should park, got \(transition)") }
         XCTAssertFalse(transition.spendsAttempt)
         // A shared host's 410 ends only that job.
         XCTAssertEqual(
             JobTransition.decide(
-                result: gone, attempt: 1, maxAttempts: 3, schedule: schedule, parkOnGone: false, random: 0.5),
+                gone, attempt: 1, maxAttempts: 3, schedule: schedule, parkOnGone: false, random: 0.5),
             .dead(reason: "HTTP 410"))
         XCTAssertEqual(
             JobTransition.decide(
-                result: .permanent(status: 404, error: "HTTP 404"), attempt: 1, maxAttempts: 3, schedule: schedule,
+                .response(status: 404, error: "HTTP 404"), attempt: 1, maxAttempts: 3, schedule: schedule,
                 random: 0.5),
             .dead(reason: "HTTP 404"))
     }
 
-    func testDestinationSignals() {
-        XCTAssertEqual(DestinationSignal.of(.delivered(status: 204)), .answered)
-        XCTAssertEqual(DestinationSignal.of(.permanent(status: 400, error: "HTTP 400")), .answered)
-        XCTAssertEqual(DestinationSignal.of(.permanent(status: 410, error: "HTTP 410")), .gone)
-        XCTAssertEqual(DestinationSignal.of(.permanent(status: nil, error: "refused: private address")), .none)
-        XCTAssertEqual(DestinationSignal.of(.retryable(status: 500, error: "HTTP 500", retryAfter: nil)), .failed)
-        XCTAssertEqual(DestinationSignal.of(.retryable(status: 503, error: "HTTP 503", retryAfter: 5)), .failed)
-        XCTAssertEqual(DestinationSignal.of(.retryable(status: 408, error: "HTTP 408", retryAfter: nil)), .failed)
-        XCTAssertEqual(DestinationSignal.of(.retryable(status: nil, error: "connection reset", retryAfter: nil)), .failed)
-        XCTAssertEqual(DestinationSignal.of(.retryable(status: 429, error: "HTTP 429", retryAfter: 5)), .none)
-        XCTAssertEqual(DestinationSignal.of(.retryable(status: 425, error: "HTTP 425", retryAfter: nil)), .answered)
+    func testTheReceiverSignalTravelsWithTheVerdict() {
+        XCTAssertEqual(Delivery.delivered(status: 204).verdict.receiver, .answered)
+        XCTAssertEqual(Delivery.response(status: 400, error: "HTTP 400").verdict.receiver, .answered)
+        XCTAssertEqual(Delivery.response(status: 410, error: "HTTP 410").verdict.receiver, .gone)
+        XCTAssertEqual(Delivery.failure(.refusedTarget, error: "refused: private address").verdict.receiver, .none)
+        XCTAssertEqual(Delivery.response(status: 500, error: "HTTP 500").verdict.receiver, .failed)
+        XCTAssertEqual(Delivery.response(status: 503, error: "HTTP 503", retryAfter: .seconds(5)).verdict.receiver, .failed)
+        XCTAssertEqual(Delivery.response(status: 408, error: "HTTP 408").verdict.receiver, .failed)
+        XCTAssertEqual(
+            Delivery.failure(.transport(.connectionReset), error: "connection reset").verdict.receiver, .failed)
+        XCTAssertEqual(Delivery.response(status: 429, error: "HTTP 429", retryAfter: .seconds(5)).verdict.receiver, .none)
+        XCTAssertEqual(Delivery.response(status: 425, error: "HTTP 425").verdict.receiver, .answered)
+        XCTAssertEqual(Delivery.failure(.interrupted, error: "interrupted").verdict.receiver, .none)
+        XCTAssertEqual(Delivery.failure(.tokenUnavailable, error: "token endpoint down").verdict.receiver, .none)
+    }
+
+    func testASuccessHasNoErrorAndAFailureNamesItsStatus() {
+        XCTAssertNil(Delivery.response(status: 200, error: "HTTP 200 OK").error)
+        XCTAssertEqual(Delivery.response(status: 502).error, "HTTP 502")
+        let record = AttemptRecord(
+            jobID: 1, attempt: 1, transition: .dead(reason: "HTTP 410"), delivery: .response(status: 410),
+            startedAt: Date(), finishedAt: Date())
+        XCTAssertEqual(record.signal, .gone, "the record's signal is the verdict's")
     }
 
     func testDestinationHostNames() {
@@ -130,8 +143,8 @@ final class JobTransitionTests: XCTestCase {
     }
 
     func testExhaustedAttemptsGoDeadWithTheLastError() {
-        let result = DeliveryResult.retryable(status: 503, error: "HTTP 503 Service Unavailable", retryAfter: nil)
-        let transition = JobTransition.decide(result: result, attempt: 3, maxAttempts: 3, schedule: schedule, random: 0.5)
+        let result = Delivery.response(status: 503, error: "HTTP 503 Service Unavailable")
+        let transition = JobTransition.decide(result, attempt: 3, maxAttempts: 3, schedule: schedule, random: 0.5)
         XCTAssertEqual(transition.state, .dead)
         guard case .dead(let reason) = transition else { return XCTFail() }
         XCTAssertTrue(reason.contains("attempts exhausted (3 of 3)"))
@@ -139,9 +152,9 @@ final class JobTransitionTests: XCTestCase {
     }
 
     func testPermanentFailureGoesDeadAtOnce() {
-        let result = DeliveryResult.permanent(status: 400, error: "HTTP 400 Bad Request")
+        let result = Delivery.response(status: 400, error: "HTTP 400 Bad Request")
         XCTAssertEqual(
-            JobTransition.decide(result: result, attempt: 1, maxAttempts: 10, schedule: schedule, random: 0.5),
+            JobTransition.decide(result, attempt: 1, maxAttempts: 10, schedule: schedule, random: 0.5),
             .dead(reason: "HTTP 400 Bad Request"))
     }
 

@@ -51,14 +51,14 @@ final class QueueStatsCountsTests: OwnDatabaseTestCase {
         try assertCountsExact("claim")
         XCTAssertEqual(try store.heartbeat(claimed.map(\.id), leaseMilliseconds: 30_000).count, 4)
         let now = Date()
-        let results: [(JobTransition, DeliveryResult)] = [
+        let results: [(JobTransition, Delivery)] = [
             (.succeed, .delivered(status: 200)), (.succeed, .delivered(status: 200)),
-            (.retry(delay: 0), .retryable(status: 503, error: "HTTP 503", retryAfter: nil)),
-            (.dead(reason: "HTTP 400"), .permanent(status: 400, error: "HTTP 400")),
+            (.retry(delay: .zero), .response(status: 503, error: "HTTP 503")),
+            (.dead(reason: "HTTP 400"), .response(status: 400, error: "HTTP 400")),
         ]
         try store.complete(zip(claimed, results).map { job, outcome in
-            AttemptRecord(jobID: job.id, attempt: job.attempt, transition: outcome.0, result: outcome.1,
-                          startedAt: now, finishedAt: now, responseExcerpt: nil)
+            AttemptRecord(jobID: job.id, attempt: job.attempt, transition: outcome.0, delivery: outcome.1,
+                          startedAt: now, finishedAt: now)
         })
         try assertCountsExact("outcomes")
         try connection.query(

@@ -183,16 +183,16 @@ final class RolesTests: XCTestCase {
         XCTAssertEqual(try store.heartbeat(claimed.map(\.id), leaseMilliseconds: 30_000).count, 4)
         XCTAssertEqual(try store.release([(claimed[3].id, claimed[3].attempt)], delayMilliseconds: 0), 1)
         let now = Date()
-        let results: [DeliveryResult] = [
-            .delivered(status: 200), .retryable(status: 503, error: "HTTP 503", retryAfter: nil),
-            .permanent(status: 400, error: "HTTP 400"),
+        let results: [Delivery] = [
+            .delivered(status: 200), .response(status: 503, error: "HTTP 503"),
+            .response(status: 400, error: "HTTP 400"),
         ]
         let records = zip(claimed, results).map { job, result in
             AttemptRecord(
                 jobID: job.id, attempt: job.attempt,
-                transition: JobTransition.decide(result: result, attempt: job.attempt, maxAttempts: job.maxAttempts,
+                transition: JobTransition.decide(result, attempt: job.attempt, maxAttempts: job.maxAttempts,
                                                  schedule: job.schedule, random: 0.5),
-                result: result, startedAt: now, finishedAt: now, responseExcerpt: "ok")
+                delivery: { var d = result; d.responseExcerpt = "ok"; return d }(), startedAt: now, finishedAt: now)
         }
         XCTAssertEqual(try store.complete(records).count, 3)
         // Rescue of an expired lease and retention of old successes, as the maintenance pass runs them.

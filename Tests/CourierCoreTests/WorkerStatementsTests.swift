@@ -69,7 +69,7 @@ final class WorkerStatementsTests: XCTestCase {
         XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 1000).count, 0)
         try connection.query("UPDATE courier.jobs SET run_at = now() WHERE queue = $1", [queue])
         let claimed = try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 1000)
-        XCTAssertEqual(claimed.first?.schedule.delays, [1, 2])
+        XCTAssertEqual(claimed.first?.schedule.delays, [.seconds(1), .seconds(2)])
     }
 
     func testCompleteRecordsOutcomesAndAttemptRowsInOneBatch() throws {
@@ -77,16 +77,16 @@ final class WorkerStatementsTests: XCTestCase {
         let store = JobStore(connection: connection, workerID: "w1")
         let claimed = try store.claim(queues: [queue], limit: 3, leaseMilliseconds: 30_000)
         let now = Date()
-        let results: [DeliveryResult] = [
-            .delivered(status: 200), .retryable(status: 503, error: "HTTP 503", retryAfter: nil),
-            .permanent(status: 400, error: "HTTP 400"),
+        let results: [Delivery] = [
+            .delivered(status: 200), .response(status: 503, error: "HTTP 503"),
+            .response(status: 400, error: "HTTP 400"),
         ]
         let records = zip(claimed, results).map { job, result in
             AttemptRecord(
                 jobID: job.id, attempt: job.attempt,
-                transition: JobTransition.decide(result: result, attempt: job.attempt, maxAttempts: job.maxAttempts,
-                                                 schedule: RetrySchedule(delays: [60]), random: 0.5),
-                result: result, startedAt: now, finishedAt: now.addingTimeInterval(0.012), responseExcerpt: "ok")
+                transition: JobTransition.decide(result, attempt: job.attempt, maxAttempts: job.maxAttempts,
+                                                 schedule: RetrySchedule(delays: [.seconds(60)]), random: 0.5),
+                delivery: { var d = result; d.responseExcerpt = "ok"; return d }(), startedAt: now, finishedAt: now.addingTimeInterval(0.012))
         }
         XCTAssertEqual(try store.complete(records), Set(ids))
         XCTAssertEqual(try ids.map(state), ["succeeded", "retrying", "dead"])
@@ -119,14 +119,13 @@ final class WorkerStatementsTests: XCTestCase {
         XCTAssertEqual(again.first?.attempt, 2)
         let now = Date()
         try other.complete([
-            AttemptRecord(jobID: ids[0], attempt: 2, transition: .succeed, result: .delivered(status: 200),
-                          startedAt: now, finishedAt: now, responseExcerpt: nil)
+            AttemptRecord(jobID: ids[0], attempt: 2, transition: .succeed, delivery: .delivered(status: 200),
+                          startedAt: now, finishedAt: now)
         ])
         // The first worker's late failure must not overwrite the success.
         let late = try store.complete([
             AttemptRecord(jobID: ids[0], attempt: claimed[0].attempt, transition: .dead(reason: "late"),
-                          result: .permanent(status: 400, error: "late"), startedAt: now, finishedAt: now,
-                          responseExcerpt: nil)
+                          delivery: .response(status: 400, error: "late"), startedAt: now, finishedAt: now)
         ])
         XCTAssertEqual(late, [])
         XCTAssertEqual(try state(ids[0]), "succeeded")
@@ -186,8 +185,8 @@ final class WorkerStatementsTests: XCTestCase {
         let store = JobStore(connection: connection, workerID: "w1")
         let claimed = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 1000)
         try store.complete([
-            AttemptRecord(jobID: ids[0], attempt: claimed[0].attempt, transition: .succeed, result: .delivered(status: 200),
-                          startedAt: Date(), finishedAt: Date(), responseExcerpt: nil)
+            AttemptRecord(jobID: ids[0], attempt: claimed[0].attempt, transition: .succeed, delivery: .delivered(status: 200),
+                          startedAt: Date(), finishedAt: Date())
         ])
         try connection.query("UPDATE courier.jobs SET finished_at = now() - interval '8 days' WHERE id = $1", [ids[0]])
         let report = try XCTUnwrap(try store.maintain(retentionSeconds: 7 * 86_400, leaseMilliseconds: 1))

@@ -22,8 +22,8 @@ final class ClaimLoopMachineTests: XCTestCase {
 
     private func record(_ ref: JobRef, _ transition: JobTransition = .succeed) -> AttemptRecord {
         AttemptRecord(
-            jobID: ref.id, attempt: ref.attempt, transition: transition, result: .delivered(status: 200),
-            startedAt: Date(timeIntervalSince1970: 0), finishedAt: Date(timeIntervalSince1970: 1), responseExcerpt: nil)
+            jobID: ref.id, attempt: ref.attempt, transition: transition, delivery: .delivered(status: 200),
+            startedAt: Date(timeIntervalSince1970: 0), finishedAt: Date(timeIntervalSince1970: 1))
     }
 
     /// Starts a machine with `started` jobs in flight after its first claim at t = 0.
@@ -252,7 +252,7 @@ final class ClaimLoopMachineTests: XCTestCase {
         // Grace period over with jobs 2 and 3 still in flight.
         let cut = refs(2...3)
         XCTAssertEqual(m.handle(.tick, now: 10 * second), [.cancelDeliveries(cut), .interrupt(cut)])
-        let interrupted = cut.map { record($0, .retry(delay: 0)) }
+        let interrupted = cut.map { record($0, .retry(delay: .zero)) }
         XCTAssertEqual(m.handle(.finished(interrupted, interrupted: true), now: 10 * second), [.run(.record(interrupted))])
         // The real outcome of job 2 arrives late: dropped, never written a second time.
         XCTAssertEqual(m.handle(.finished([record(cut[0])], interrupted: false), now: 10 * second), [])
@@ -277,7 +277,7 @@ final class ClaimLoopMachineTests: XCTestCase {
         var now = 2 * second
         var actions = m.handle(.tick, now: now)
         XCTAssertEqual(actions, [.cancelDeliveries(refs(1...2)), .interrupt(refs(1...2))])
-        actions = m.handle(.finished(refs(1...2).map { record($0, .retry(delay: 0)) }, interrupted: true), now: now)
+        actions = m.handle(.finished(refs(1...2).map { record($0, .retry(delay: .zero)) }, interrupted: true), now: now)
         now = failEveryStatementUntilExit(&m, actions, from: now)
         XCTAssertLessThanOrEqual(now, 2 * second + 5 * second + 5 * second)
     }

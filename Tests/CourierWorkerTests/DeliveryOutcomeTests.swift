@@ -48,7 +48,7 @@ final class DeliveryOutcomeTests: XCTestCase {
     private func startPool(allowPrivate: Bool = true) throws {
         var http = HTTPDelivererConfiguration()
         http.allowPrivateTargets = allowPrivate
-        http.totalTimeout = 5
+        http.totalTimeout = .seconds(5)
         var logger = Logger(label: "test.worker")
         logger.logLevel = .warning
         let deliverer = HTTPDeliverer(configuration: http, logger: logger)

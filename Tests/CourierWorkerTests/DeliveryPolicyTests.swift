@@ -7,7 +7,6 @@ import XCTest
 /// `DeliveryPolicy`, the one table of what each outcome means, and the two tiers that use it.
 final class DeliveryPolicyTests: XCTestCase {
     private typealias Outcome = DeliveryPolicy.Outcome
-    private typealias Verdict = DeliveryPolicy.Verdict
 
     /// Written out independently of the table: every row of `DeliveryPolicy.table` must be hit.
     private let expectations: [(Outcome, Verdict)] = [
@@ -97,9 +96,9 @@ final class DeliveryPolicyTests: XCTestCase {
         let configuration = HTTPDelivererConfiguration()
         let quick = HTTPDeliverer.quickRetryPolicy(configuration)
         let library = RetryPolicy()
-        let schedule = RetrySchedule(delays: [5])
-        func durable(_ result: DeliveryResult) -> JobTransition {
-            JobTransition.decide(result: result, attempt: 1, maxAttempts: 5, schedule: schedule, random: 0.5)
+        let schedule = RetrySchedule(delays: [.seconds(5)])
+        func durable(_ result: Delivery) -> JobTransition {
+            JobTransition.decide(result, attempt: 1, maxAttempts: 5, schedule: schedule, random: 0.5)
         }
         for status in 100...599 {
             for retryAfter in [false, true] {
@@ -111,7 +110,7 @@ final class DeliveryPolicyTests: XCTestCase {
                     library.isRetryable(.response(response)), DeliveryPolicy.retries(verdict.action), "RetryPolicy: \(label)")
                 let result = HTTPDeliverer.classify(response)
                 XCTAssertEqual(name(durable(result)), expectedTransition(verdict.durable), "durable: \(label)")
-                XCTAssertEqual(DestinationSignal.of(result).rawValue, verdict.receiver.rawValue, "receiver: \(label)")
+                XCTAssertEqual(result.verdict, verdict, "the delivery carries the table's verdict: \(label)")
             }
         }
         for kind in TransportError.Kind.allCases {
@@ -121,21 +120,21 @@ final class DeliveryPolicyTests: XCTestCase {
             XCTAssertEqual(library.isRetryable(.transport(error)), DeliveryPolicy.retries(verdict.action), "RetryPolicy: \(kind)")
             let result = HTTPDeliverer.classify(error, configuration: configuration)
             XCTAssertEqual(name(durable(result)), expectedTransition(verdict.durable), "durable: \(kind)")
-            XCTAssertEqual(DestinationSignal.of(result).rawValue, verdict.receiver.rawValue, "receiver: \(kind)")
+            XCTAssertEqual(result.verdict, verdict, "the delivery carries the table's verdict: \(kind)")
         }
     }
 
     func testTheHostSettingAndThePostponementLimitStayWithTheJob() {
         let gone = HTTPDeliverer.classify(HTTPResponseSummary(status: 410))
-        let schedule = RetrySchedule(delays: [5])
+        let schedule = RetrySchedule(delays: [.seconds(5)])
         XCTAssertEqual(
-            name(JobTransition.decide(result: gone, attempt: 1, maxAttempts: 3, schedule: schedule, parkOnGone: false, random: 0.5)),
+            name(JobTransition.decide(gone, attempt: 1, maxAttempts: 3, schedule: schedule, parkOnGone: false, random: 0.5)),
             "dead", "a shared host's 410 ends only the job")
         let limited = HTTPDeliverer.classify(HTTPResponseSummary(status: 429, headers: ["Retry-After": "3"]))
         XCTAssertEqual(
             name(JobTransition.decide(
-                result: limited, attempt: 1, maxAttempts: 3, schedule: schedule,
-                postponements: JobTransition.maximumPostponements, random: 0.5)),
+                limited, attempt: 1, maxAttempts: 3, schedule: schedule,
+                postponements: Defaults.maximumPostponements, random: 0.5)),
             "retry", "after the postponement limit a 429 spends attempts")
     }
 }

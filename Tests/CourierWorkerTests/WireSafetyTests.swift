@@ -31,9 +31,9 @@ final class WireSafetyTests: XCTestCase {
     ) -> HTTPDelivererConfiguration {
         var configuration = HTTPDelivererConfiguration()
         configuration.allowPrivateTargets = allowPrivate
-        configuration.totalTimeout = 2
-        configuration.connectTimeout = 1
-        configuration.quickRetryDelay = 0.01
+        configuration.totalTimeout = .seconds(2)
+        configuration.connectTimeout = .seconds(1)
+        configuration.quickRetryDelay = .milliseconds(10)
         configuration.resolver = resolver
         return configuration
     }
@@ -58,9 +58,9 @@ final class WireSafetyTests: XCTestCase {
             attempt: attempt, maxAttempts: 5, schedule: .standardWebhooks, signingSecret: nil, queueMaxInFlight: nil)
     }
 
-    private static func permanentError(_ report: DeliveryReport) -> String? {
-        if case .permanent(nil, let error) = report.result { return error }
-        return nil
+    /// The error of a delivery that sent nothing and is final (no status, verdict `dead`).
+    private static func permanentError(_ delivery: Delivery) -> String? {
+        delivery.status == nil && delivery.verdict.durable == .dead ? delivery.error : nil
     }
 
     // MARK: nothing malformed reaches the wire
@@ -86,7 +86,7 @@ final class WireSafetyTests: XCTestCase {
         for (name, job, mention) in cases {
             let report = await deliverer.deliver(job)
             let error = Self.permanentError(report)
-            XCTAssertNotNil(error, "\(name): \(report.result)")
+            XCTAssertNotNil(error, "\(name): \(report)")
             XCTAssertTrue(error?.hasPrefix("invalid request: ") ?? false, "\(name): \(String(describing: error))")
             XCTAssertTrue(error?.contains(mention) ?? false, "\(name): \(String(describing: error))")
             XCTAssertFalse(error?.contains("\r") ?? true, "\(name): the error echoes a CR")
@@ -96,7 +96,8 @@ final class WireSafetyTests: XCTestCase {
         XCTAssertEqual(server.bytesReceived, 0)
         // The receiver was there all along: a valid job reaches it.
         let report = await deliverer.deliver(Self.job(url: base + "/"))
-        XCTAssertEqual(report.result, .delivered(status: 200))
+        XCTAssertEqual(report.verdict.durable, .succeed)
+        XCTAssertEqual(report.status, 200)
         XCTAssertEqual(server.connections, 1)
     }
 
@@ -107,7 +108,7 @@ final class WireSafetyTests: XCTestCase {
             configuration: configuration(allowPrivate: false, resolver: resolver), transport: guardTransport,
             logger: Self.logger)
         let report = await deliverer.deliver(Self.job(url: "http://example.invalid:99999/"))
-        XCTAssertTrue(Self.permanentError(report)?.contains("port") ?? false, "\(report.result)")
+        XCTAssertTrue(Self.permanentError(report)?.contains("port") ?? false, "\(report)")
         XCTAssertEqual(resolver.calls, 0, "a malformed URL was resolved")
         XCTAssertEqual(guardTransport.requests.count, 0)
     }
@@ -127,8 +128,9 @@ final class WireSafetyTests: XCTestCase {
         let url = "http://rebind.invalid:\(receiver.port)/hook"
 
         let first = await deliverer.deliver(Self.job(url: url))
-        guard case .retryable(nil, let error, _) = first.result else { return XCTFail("\(first.result)") }
-        XCTAssertEqual(error, "connection refused")
+        XCTAssertEqual(first.verdict, DeliveryPolicy.verdict(for: .transport(.connectRefused)), "\(first)")
+        XCTAssertNil(first.status)
+        XCTAssertEqual(first.error, "connection refused")
         // One lookup for the attempt and its in-process retries; every send pinned to the
         // checked public address, the URL (Host, SNI) untouched.
         XCTAssertEqual(resolver.calls, 1)
@@ -164,7 +166,7 @@ final class WireSafetyTests: XCTestCase {
             let report = await deliverer.deliver(Self.job(url: "https://hooks.invalid/x"))
             XCTAssertTrue(
                 Self.permanentError(report)?.hasPrefix("refused private target: hooks.invalid resolves to ") ?? false,
-                "\(answer): \(report.result)")
+                "\(answer): \(report)")
             XCTAssertEqual(transport.requests.count, 0, "\(answer)")
         }
     }
@@ -178,7 +180,7 @@ final class WireSafetyTests: XCTestCase {
         for url in ["http://127.0.0.1:1/", "http://[::1]:1/", "http://[::ffff:127.0.0.1]/", "http://10.0.0.1/"] {
             let report = await deliverer.deliver(Self.job(url: url))
             let error = Self.permanentError(report)
-            XCTAssertTrue(error?.hasPrefix("refused private target") ?? false, "\(url): \(report.result)")
+            XCTAssertTrue(error?.hasPrefix("refused private target") ?? false, "\(url): \(report)")
         }
         XCTAssertEqual(transport.requests.count, 0)
         // A global literal is sent as it is: no lookup, no pin needed.
@@ -194,8 +196,10 @@ final class WireSafetyTests: XCTestCase {
             configuration: configuration(allowPrivate: false, resolver: resolver),
             transport: LoopbackOnlyTransport(inner: nil), logger: Self.logger)
         let report = await deliverer.deliver(Self.job(url: "http://nowhere.invalid/"))
-        guard case .retryable(nil, let error, nil) = report.result else { return XCTFail("\(report.result)") }
-        XCTAssertTrue(error.contains("nowhere.invalid"), error)
+        XCTAssertEqual(report.verdict.durable, .retryLater, "\(report)")
+        XCTAssertNil(report.status)
+        XCTAssertNil(report.retryAfter)
+        XCTAssertTrue(report.error?.contains("nowhere.invalid") ?? false, "\(report)")
     }
 
     func testAllowedPrivateTargetsSkipTheLookup() async throws {
@@ -203,7 +207,8 @@ final class WireSafetyTests: XCTestCase {
         let resolver = ScriptedResolver(answers: [])
         let deliverer = deliverer(configuration(allowPrivate: true, resolver: resolver))
         let report = await deliverer.deliver(Self.job(url: "http://localhost:\(receiver.port)/"))
-        XCTAssertEqual(report.result, .delivered(status: 200))
+        XCTAssertEqual(report.verdict.durable, .succeed)
+        XCTAssertEqual(report.status, 200)
         XCTAssertEqual(resolver.calls, 0)
     }
 
@@ -217,7 +222,7 @@ final class WireSafetyTests: XCTestCase {
         let start = ContinuousClock.now
         let report = await deliverer.deliver(Self.job(url: "http://127.0.0.1:\(receiver.port)/"))
         let elapsed = ContinuousClock.now - start
-        XCTAssertEqual(report.result, .retryable(status: nil, error: "timeout after 2 s", retryAfter: nil))
+        XCTAssertEqual(report, .failure(.transport(.readTimeout), error: "timeout after 2 s"))
         XCTAssertLessThan(elapsed, .seconds(4), "took \(elapsed)")
     }
 }
@@ -301,7 +306,7 @@ final class HandWrittenRowWireTests: XCTestCase {
     }
 
     /// A real worker on this test's queue, private targets allowed (the receivers are on loopback).
-    private func startWorker(totalTimeout: Double) throws {
+    private func startWorker(totalTimeout: Duration) throws {
         var http = HTTPDelivererConfiguration()
         http.allowPrivateTargets = true
         http.totalTimeout = totalTimeout
@@ -344,7 +349,7 @@ final class HandWrittenRowWireTests: XCTestCase {
         ]
         let healthy = try probe.enqueue(url: "http://127.0.0.1:\(healthyReceiver.port)/ok", queue: queue)
 
-        try startWorker(totalTimeout: 5)
+        try startWorker(totalTimeout: .seconds(5))
 
         XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 20), "jobs still unsettled")
         for (id, reason) in poison {
@@ -368,7 +373,7 @@ final class HandWrittenRowWireTests: XCTestCase {
         let id = try probe.enqueue(url: "http://127.0.0.1:\(receiver.port)/slow", queue: queue, maxAttempts: 1)
 
         let start = ContinuousClock.now
-        try startWorker(totalTimeout: 2)
+        try startWorker(totalTimeout: .seconds(2))
 
         // Total timeout 2 s + 5 s: before, the 300-byte trickle kept the job running for 300 s.
         XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 7), "still running after 7 s")

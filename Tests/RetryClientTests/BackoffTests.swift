@@ -6,27 +6,33 @@ import XCTest
 final class BackoffTests: XCTestCase {
     func testExponentialDoublesUpToItsCap() {
         let backoff = Backoff.exponential(initial: .milliseconds(100), maximum: .seconds(5))
-        XCTAssertEqual((1...8).map { backoff.baseSeconds(afterFailure: $0) }, [0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 5, 5])
-        XCTAssertEqual(backoff.baseSeconds(afterFailure: 10_000), 5, "huge exponents stay at the cap")
-        XCTAssertEqual(backoff.baseSeconds(afterFailure: 0), 0.1)
+        XCTAssertEqual(
+            (1...8).map { backoff.baseDelay(afterFailure: $0) },
+            [100, 200, 400, 800, 1600, 3200, 5000, 5000].map { Duration.milliseconds($0) })
+        XCTAssertEqual(backoff.baseDelay(afterFailure: 10_000), .seconds(5), "huge exponents stay at the cap")
+        XCTAssertEqual(backoff.baseDelay(afterFailure: 0), .milliseconds(100))
     }
 
     func testStepsRepeatTheirLastEntryAndEmptyWaitsNothing() {
-        let backoff = Backoff.steps([5, 300, 1800])
-        XCTAssertEqual((1...5).map { backoff.baseSeconds(afterFailure: $0) }, [5, 300, 1800, 1800, 1800])
-        XCTAssertEqual(Backoff.steps([]).baseSeconds(afterFailure: 3), 0)
+        let backoff = Backoff.steps([.seconds(5), .seconds(300), .seconds(1800)])
+        XCTAssertEqual(
+            (1...5).map { backoff.baseDelay(afterFailure: $0) }, [5, 300, 1800, 1800, 1800].map { Duration.seconds($0) })
+        XCTAssertEqual(Backoff.steps([]).baseDelay(afterFailure: 3), .zero)
     }
 
     func testJitterAtAGivenRandomValue() {
-        let proportional = Backoff.steps([300], jitter: .proportional(0.2))
-        XCTAssertEqual(proportional.seconds(afterFailure: 1, random: 0), 240, accuracy: 1e-9)
-        XCTAssertEqual(proportional.seconds(afterFailure: 1, random: 0.5), 300, accuracy: 1e-9)
-        XCTAssertEqual(proportional.seconds(afterFailure: 1, random: 1), 360, accuracy: 1e-9)
-        XCTAssertEqual(proportional.seconds(afterFailure: 1, random: 7), 360, accuracy: 1e-9, "random is clamped")
-        XCTAssertEqual(Backoff.steps([10], jitter: .full).seconds(afterFailure: 1, random: 0.25), 2.5, accuracy: 1e-9)
+        func seconds(_ delay: Duration) -> Double { delay / .seconds(1) }
+        let proportional = Backoff.steps([.seconds(300)], jitter: .proportional(0.2))
+        XCTAssertEqual(seconds(proportional.delay(afterFailure: 1, random: 0)), 240, accuracy: 1e-9)
+        XCTAssertEqual(seconds(proportional.delay(afterFailure: 1, random: 0.5)), 300, accuracy: 1e-9)
+        XCTAssertEqual(seconds(proportional.delay(afterFailure: 1, random: 1)), 360, accuracy: 1e-9)
+        XCTAssertEqual(seconds(proportional.delay(afterFailure: 1, random: 7)), 360, accuracy: 1e-9, "random is clamped")
+        XCTAssertEqual(
+            seconds(Backoff.steps([.seconds(10)], jitter: .full).delay(afterFailure: 1, random: 0.25)), 2.5,
+            accuracy: 1e-9)
         // The exponential cap also holds after jitter.
         let capped = Backoff.exponential(initial: .seconds(4), maximum: .seconds(5), jitter: .proportional(0.5))
-        XCTAssertEqual(capped.seconds(afterFailure: 1, random: 1), 5)
+        XCTAssertEqual(capped.delay(afterFailure: 1, random: 1), .seconds(5))
     }
 
     func testDrawnJitterStaysInBoundsAndIsReproducibleWithASeed() {
@@ -35,9 +41,9 @@ final class BackoffTests: XCTestCase {
         for n in 1...6 {
             let delay = backoff.delay(afterFailure: n, using: &a)
             XCTAssertEqual(delay, backoff.delay(afterFailure: n, using: &b))
-            let nominal = backoff.baseSeconds(afterFailure: n)
-            XCTAssertGreaterThanOrEqual(delay, .seconds(nominal * 0.8))
-            XCTAssertLessThanOrEqual(delay, .seconds(nominal * 1.2))
+            let nominal = backoff.baseDelay(afterFailure: n)
+            XCTAssertGreaterThanOrEqual(delay, nominal * 0.8)
+            XCTAssertLessThanOrEqual(delay, nominal * 1.2)
         }
     }
 

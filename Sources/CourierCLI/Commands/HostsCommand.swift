@@ -54,7 +54,7 @@ struct HostsCommand: ParsableCommand {
         @Option(help: "Show at most this many hosts (1-100000).")
         var limit = 50
         @Option(name: .customLong("default-max-in-flight"), help: "The workers' --per-host-limit, for hosts without their own cap.")
-        var defaultMaxInFlight = 200
+        var defaultMaxInFlight = Defaults.perHostLimit
 
         func run() throws {
             guard (1...100_000).contains(limit) else { throw CLIError.usage("--limit must be between 1 and 100000") }
@@ -241,7 +241,7 @@ struct HostsCommand: ParsableCommand {
             defer { connection.close() }
             let store = DestinationStore(connection: connection)
             try store.update(host, change)
-            guard let info = try store.list(host: host, limit: 1, defaultMaxInFlight: 200).first else {
+            guard let info = try store.list(host: host, limit: 1, defaultMaxInFlight: Defaults.perHostLimit).first else {
                 throw CLIError.notFound("no destination \(host)")
             }
             if output.json {

@@ -138,8 +138,8 @@ struct WorkerCommand: ParsableCommand {
         }
         if let v = try duration(retentionDead, "RETENTION_DEAD", "retention-dead") { config.retentionDead = v }
         var http = HTTPDelivererConfiguration()
-        if let v = try duration(requestTimeout, "REQUEST_TIMEOUT", "request-timeout") { http.totalTimeout = v }
-        if let v = try duration(connectTimeout, "CONNECT_TIMEOUT", "connect-timeout") { http.connectTimeout = v }
+        if let v = try duration(requestTimeout, "REQUEST_TIMEOUT", "request-timeout") { http.totalTimeout = .seconds(v) }
+        if let v = try duration(connectTimeout, "CONNECT_TIMEOUT", "connect-timeout") { http.connectTimeout = .seconds(v) }
         http.allowPrivateTargets = allowPrivateTargets || env["COURIER_ALLOW_PRIVATE_TARGETS"] == "true"
         http.maximumConnectionsPerHost = config.perHostLimit
         if !resolve.isEmpty {

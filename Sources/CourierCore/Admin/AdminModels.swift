@@ -1,5 +1,4 @@
 import Foundation
-import RetryClient
 import Postgres
 
 /// A row of `courier jobs list` / `courier dead list`.

@@ -1,6 +1,5 @@
 import Foundation
 import Postgres
-import RetryClient
 
 /// The statements of the admin CLI. Each reads or changes jobs through the indexes of
 /// `0001_init.sql`, and every change is guarded by the state it expects (a cancel never touches

@@ -341,7 +341,7 @@ public enum WorkerStatements {
     /// `$6` errors, `$7` started_at, `$8` finished_at, `$9` excerpts, `$11` whether the attempt
     /// is spent (false for a postponed or parked job: its attempt count goes back by one, and
     /// a job with no counted attempt left is `pending`), `$12` how many postponements to add,
-    /// `$13` the destination signals (`DestinationSignal`), `$14` whether the row is a request
+    /// `$13` the destination signals (the verdicts' `DeliveryPolicy.ReceiverSignal`), `$14` whether the row is a request
     /// repeated in process within the attempt (history only: it moves no job and signals
     /// nothing; migration 0008); `$10` the worker id.
     ///
@@ -409,7 +409,8 @@ public enum WorkerStatements {
         var excerpts: [String?] = [], spent: [Bool] = [], postponed: [Int] = [], signals: [String] = []
         var inProcess: [Bool] = []
         for record in records {
-            for earlier in record.inProcess {
+            let delivery = record.delivery
+            for earlier in delivery.inProcess {
                 ids.append(record.jobID)
                 attempts.append(record.attempt)
                 states.append(record.transition.state.rawValue)
@@ -418,7 +419,7 @@ public enum WorkerStatements {
                 errors.append(earlier.error)
                 spent.append(true)
                 postponed.append(0)
-                signals.append(DestinationSignal.none.rawValue)
+                signals.append(DeliveryPolicy.ReceiverSignal.none.rawValue)
                 started.append(earlier.startedAt)
                 finished.append(earlier.finishedAt)
                 excerpts.append(earlier.responseExcerpt)
@@ -429,21 +430,21 @@ public enum WorkerStatements {
             attempts.append(record.attempt)
             states.append(record.transition.state.rawValue)
             switch record.transition {
-            case .retry(let delay), .postpone(let delay): delays.append(delay * 1000)
+            case .retry(let delay), .postpone(let delay): delays.append(delay.inSeconds * 1000)
             case .park: delays.append(0)
             case .succeed, .dead: delays.append(nil)
             }
-            statuses.append(record.result.status)
+            statuses.append(delivery.status)
             switch record.transition {
             case .dead(let reason), .park(let reason): errors.append(reason)
-            default: errors.append(record.result.error)
+            default: errors.append(delivery.error)
             }
             spent.append(record.transition.spendsAttempt)
             if case .postpone = record.transition { postponed.append(1) } else { postponed.append(0) }
             signals.append(record.signal.rawValue)
             started.append(record.startedAt)
             finished.append(record.finishedAt)
-            excerpts.append(record.responseExcerpt)
+            excerpts.append(delivery.responseExcerpt)
         }
         return [
             PostgresArray(ids), PostgresArray(attempts), PostgresArray(states), PostgresArray(delays),

@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Postgres
-import RetryClient
 
 /// Runs the worker's statements on one connection. Not thread-safe: one store per loop,
 /// like its connection.
@@ -23,7 +22,7 @@ public struct JobStore {
     /// Claims up to `limit` due jobs (see `WorkerStatements.claimBatch`); a row the worker
     /// cannot handle is moved to the dead letters instead of failing the others.
     public func claim(
-        queues: [String]?, limit: Int, leaseMilliseconds: Int, perHostLimit: Int = 200
+        queues: [String]?, limit: Int, leaseMilliseconds: Int, perHostLimit: Int = Defaults.perHostLimit
     ) throws -> [ClaimedJob] {
         try claimBatch(queues: queues, limit: limit, leaseMilliseconds: leaseMilliseconds, perHostLimit: perHostLimit)
             .jobs
@@ -43,7 +42,7 @@ public struct JobStore {
     ///   - leaseMilliseconds: how long the lease lasts before a heartbeat must extend it.
     ///   - perHostLimit: the in-flight cap, across all workers, of a destination without its own.
     public func claimBatch(
-        queues: [String]?, limit: Int, leaseMilliseconds: Int, perHostLimit: Int = 200
+        queues: [String]?, limit: Int, leaseMilliseconds: Int, perHostLimit: Int = Defaults.perHostLimit
     ) throws -> ClaimResult {
         guard limit > 0 else { return ClaimResult() }
         var rows: [PostgresRow] = []
@@ -120,7 +119,7 @@ public struct JobStore {
         let scheduleText: String? = try row.decode(8)
         let schedule =
             scheduleText.flatMap { PostgresArray.parse($0) }.map {
-                RetrySchedule(delays: $0.compactMap { $0.flatMap(Double.init) })
+                RetrySchedule(delays: $0.compactMap { $0.flatMap(Double.init).map(Duration.seconds) })
             } ?? .standardWebhooks
         return ClaimedJob(
             id: try row.decode(0),

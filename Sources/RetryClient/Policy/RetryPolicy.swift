@@ -58,7 +58,7 @@ public struct RetryPolicy: RequestRetrier {
         retryableHTTPMethods: Set<String> = RetryPolicy.allMethods,
         retryableStatusCodes: Set<Int> = RetryPolicy.defaultRetryableStatusCodes,
         retryableTransportErrorKinds: Set<TransportError.Kind> = RetryPolicy.defaultRetryableTransportErrorKinds,
-        maximumRetryAfter: Duration = .seconds(24 * 3600),
+        maximumRetryAfter: Duration = Defaults.maximumRetryAfter,
         randomSource: RandomSource = .system,
         now: @escaping @Sendable () -> Date = { Date() }
     ) {

@@ -18,14 +18,14 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// How the transport connects, waits and reads.
     public struct Configuration: Sendable {
         /// Time allowed to establish a connection (TCP and TLS). Default 10 s.
-        public var connectTimeout: Duration = .seconds(10)
+        public var connectTimeout: Duration = Defaults.connectTimeout
         /// Time allowed for the whole request, from sending to the end of the body excerpt,
         /// unless the request sets its own ``OutboundRequest/timeout``. It is both the deadline
         /// of the request and the idle read timeout. Default 30 s.
-        public var totalTimeout: Duration = .seconds(30)
+        public var totalTimeout: Duration = Defaults.totalTimeout
         /// Most body bytes kept in ``HTTPResponseSummary/bodyExcerpt``; reading stops there and
         /// the connection is closed rather than drained. Default 20,000.
-        public var maximumExcerptBytes: Int = 20_000
+        public var maximumExcerptBytes: Int = Defaults.maximumExcerptBytes
         /// Whether redirects are followed. Default `false`: a 3xx is returned as is, since a
         /// webhook receiver that redirects is misconfigured and following could leave the
         /// allowed targets.

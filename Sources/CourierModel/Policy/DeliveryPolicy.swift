@@ -4,16 +4,12 @@
 /// process, and a durable retry on the queue's schedule. Both ask this table, so a status or a
 /// transport failure is never retried by one tier and final for the other:
 /// - the worker's in-process retries (`HTTPDeliverer`) retry exactly the ``Action/retryNow``
-///   rows, and ``RetryPolicy``'s default retryable statuses and kinds are the rows that are
+///   rows, and RetryClient's default retryable statuses and kinds are the rows that are
 ///   retried at all;
-/// - the worker turns each verdict into the queue's `DeliveryResult`, and `JobTransition` and
-///   `DestinationSignal` (CourierCore) read the ``Action`` and ``ReceiverSignal`` of a status
-///   from here, adding only what depends on the job (attempts left, the schedule, how often it
-///   was postponed, whether its host parks on 410).
-///
-/// It lives in RetryClient because it speaks the client's vocabulary (statuses, transport
-/// error kinds, `Retry-After`, token requests) and the client's own ``RetryPolicy`` uses it;
-/// CourierCore depends on RetryClient for it, never the other way round.
+/// - the deliverer asks the table once and hands its ``Verdict`` inside a ``Delivery`` to the
+///   outcome writer unchanged: ``JobTransition`` adds only what depends on the job (attempts
+///   left, the schedule, how often it was postponed, whether its host parks on 410), and the
+///   verdict's ``ReceiverSignal`` is what the destination's streak and breaker are told.
 public enum DeliveryPolicy {
     /// What happened to one request.
     public enum Outcome: Sendable, Hashable, CustomStringConvertible {
@@ -80,33 +76,6 @@ public enum DeliveryPolicy {
         case gone
         /// Nothing about the receiver.
         case none
-    }
-
-    /// An action and a receiver signal.
-    public struct Verdict: Sendable, Hashable, CustomStringConvertible {
-        /// What is done with the job.
-        public var action: Action
-        /// What it says about the receiver.
-        public var receiver: ReceiverSignal
-        /// For ``Action/retryNow``: what the queue does once the in-process retries are used up
-        /// and the outcome is still this one; otherwise equal to ``action``.
-        public var exhausted: Action
-
-        /// Creates a verdict; `exhausted` matters only for ``Action/retryNow`` (default
-        /// ``Action/retryLater``).
-        public init(_ action: Action, _ receiver: ReceiverSignal, exhausted: Action = .retryLater) {
-            self.action = action
-            self.receiver = receiver
-            self.exhausted = action == .retryNow ? exhausted : action
-        }
-
-        /// What the durable tier does: ``exhausted`` for ``Action/retryNow``, else ``action``.
-        public var durable: Action { exhausted }
-
-        public var description: String {
-            "\(action.rawValue)" + (action == .retryNow ? " then \(exhausted.rawValue)" : "")
-                + ", receiver \(receiver.rawValue)"
-        }
     }
 
     /// Which outcomes a row is about.
@@ -227,5 +196,39 @@ public enum DeliveryPolicy {
     /// Transport failure kinds that are retried, now or later.
     public static var retriedTransportKinds: Set<TransportError.Kind> {
         Set(TransportError.Kind.allCases.filter { retries(verdict(for: .transport($0)).action) })
+    }
+}
+
+/// What a delivery attempt comes to: ``DeliveryPolicy``'s decision for its outcome, an action
+/// and what it says about the receiver.
+///
+/// The deliverer decides it once; it travels unchanged, inside a ``Delivery``, to
+/// ``JobTransition`` and the outcome write. Nothing downstream asks the policy again.
+public struct Verdict: Sendable, Hashable, CustomStringConvertible {
+    /// What is done with the job.
+    public var action: DeliveryPolicy.Action
+    /// What it says about the receiver.
+    public var receiver: DeliveryPolicy.ReceiverSignal
+    /// For ``DeliveryPolicy/Action/retryNow``: what the queue does once the in-process retries are used up
+    /// and the outcome is still this one; otherwise equal to ``action``.
+    public var exhausted: DeliveryPolicy.Action
+
+    /// Creates a verdict; `exhausted` matters only for ``DeliveryPolicy/Action/retryNow`` (default
+    /// ``DeliveryPolicy/Action/retryLater``).
+    public init(
+        _ action: DeliveryPolicy.Action, _ receiver: DeliveryPolicy.ReceiverSignal,
+        exhausted: DeliveryPolicy.Action = .retryLater
+    ) {
+        self.action = action
+        self.receiver = receiver
+        self.exhausted = action == .retryNow ? exhausted : action
+    }
+
+    /// What the durable tier does: ``exhausted`` for ``DeliveryPolicy/Action/retryNow``, else ``action``.
+    public var durable: DeliveryPolicy.Action { exhausted }
+
+    public var description: String {
+        "\(action.rawValue)" + (action == .retryNow ? " then \(exhausted.rawValue)" : "")
+            + ", receiver \(receiver.rawValue)"
     }
 }

@@ -60,14 +60,16 @@ public struct RandomSource: Sendable {
 }
 
 /// Lets a ``RandomSource`` stand wherever an `inout RandomNumberGenerator` is expected.
-struct RandomSourceGenerator: RandomNumberGenerator {
-    let source: RandomSource
-    mutating func next() -> UInt64 { source.next() }
+package struct RandomSourceGenerator: RandomNumberGenerator {
+    package let source: RandomSource
+    package init(source: RandomSource) { self.source = source }
+    package mutating func next() -> UInt64 { source.next() }
 }
 
 extension Duration {
-    /// The duration in seconds, as a `Double`.
-    var inSeconds: Double {
+    /// The duration in seconds, as a `Double`: for arithmetic inside Courier's own modules, never
+    /// for an API.
+    package var inSeconds: Double {
         let parts = components
         return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }

@@ -1,5 +1,4 @@
 import Foundation
-import RetryClient
 
 /// A job as a worker holds it after claiming: everything needed to send it and to record the
 /// outcome, and nothing else.
@@ -65,7 +64,8 @@ public struct ClaimedJob: Sendable, Equatable {
     }
 }
 
-/// One finished attempt, ready to be written: the outcome row and the job's transition.
+/// One finished attempt, ready to be written: the delivery as the deliverer reported it, the
+/// job's transition, and where and when it happened.
 public struct AttemptRecord: Sendable, Equatable {
     /// Job id.
     public var jobID: Int64
@@ -73,40 +73,32 @@ public struct AttemptRecord: Sendable, Equatable {
     public var attempt: Int
     /// What the job becomes.
     public var transition: JobTransition
-    /// The delivery result.
-    public var result: DeliveryResult
+    /// What the delivery produced: its verdict, status, error, excerpt and the requests
+    /// repeated in process before the one that decided it.
+    public var delivery: Delivery
     /// When the request started.
     public var startedAt: Date
     /// When the outcome was known.
     public var finishedAt: Date
-    /// At most 20,000 bytes of the response body, as text.
-    public var responseExcerpt: String?
     /// The destination host, for its failure streak and breaker.
     public var host: String
-    /// What the outcome says about the destination.
-    public var signal: DestinationSignal
-    /// Requests of this attempt that the worker repeated in process before the one that decided
-    /// it (a refused or reset connection, a 401 answered with a fresh token), oldest first: each
-    /// gets its own `courier.attempts` row, marked `in_process`.
-    public var inProcess: [InProcessAttempt]
 
-    /// Creates a record; the signal defaults to what `result` says (`DestinationSignal.of`).
+    /// Creates a record.
     public init(
-        jobID: Int64, attempt: Int, transition: JobTransition, result: DeliveryResult, startedAt: Date,
-        finishedAt: Date, responseExcerpt: String?, host: String = "", signal: DestinationSignal? = nil,
-        inProcess: [InProcessAttempt] = []
+        jobID: Int64, attempt: Int, transition: JobTransition, delivery: Delivery, startedAt: Date,
+        finishedAt: Date, host: String = ""
     ) {
         self.jobID = jobID
         self.attempt = attempt
         self.transition = transition
-        self.result = result
+        self.delivery = delivery
         self.startedAt = startedAt
         self.finishedAt = finishedAt
-        self.responseExcerpt = responseExcerpt
         self.host = host
-        self.signal = signal ?? DestinationSignal.of(result)
-        self.inProcess = inProcess
     }
+
+    /// What the outcome says about the destination: the verdict's receiver signal.
+    public var signal: DeliveryPolicy.ReceiverSignal { delivery.verdict.receiver }
 }
 
 /// A request the worker sent and then repeated within the same attempt: it reached the

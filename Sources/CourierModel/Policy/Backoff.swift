@@ -3,8 +3,10 @@ import Foundation
 /// How long to wait before the next try: the one place Courier computes backoff.
 ///
 /// Every wait in Courier comes from a `Backoff`: the retry client's in-process retries
-/// (``RetryPolicy``), the queue's durable schedule (`RetrySchedule` in CourierCore), the claim
+/// (RetryClient's `RetryPolicy`), the queue's durable schedule (``RetrySchedule``), the claim
 /// loop's retry of a failed statement and the listener's reconnect (`ClaimLoopMachine`).
+/// Delays go in and come out as `Duration`; seconds as `Double` are this type's private
+/// arithmetic.
 ///
 /// - ``exponential(initial:base:maximum:jitter:)``: `initial × base^(n-1)` after failure `n`,
 ///   capped at `maximum` before and after jitter, so no delay ever exceeds the cap.
@@ -39,9 +41,9 @@ public struct Backoff: Sendable, Equatable {
             jitter: jitter)
     }
 
-    /// A fixed list of delays (in seconds), the last one repeating; an empty list waits nothing.
-    public static func steps(_ seconds: [Double], jitter: Jitter = .none) -> Backoff {
-        Backoff(growth: .steps(seconds), jitter: jitter)
+    /// A fixed list of delays, the last one repeating; an empty list waits nothing.
+    public static func steps(_ delays: [Duration], jitter: Jitter = .none) -> Backoff {
+        Backoff(growth: .steps(delays.map(\.inSeconds)), jitter: jitter)
     }
 
     private init(growth: Growth, jitter: Jitter) {
@@ -49,8 +51,12 @@ public struct Backoff: Sendable, Equatable {
         self.jitter = jitter
     }
 
-    /// The delay in seconds after failure `n` (1-based), before jitter.
-    public func baseSeconds(afterFailure n: Int) -> Double {
+    /// The delay after failure `n` (1-based), before jitter.
+    public func baseDelay(afterFailure n: Int) -> Duration {
+        Self.duration(baseSeconds(afterFailure: n))
+    }
+
+    private func baseSeconds(afterFailure n: Int) -> Double {
         switch growth {
         case .exponential(let initial, let base, let maximum):
             let exponent = Double(max(0, n - 1))
@@ -63,10 +69,10 @@ public struct Backoff: Sendable, Equatable {
         }
     }
 
-    /// The delay in seconds after failure `n` with the jitter taken at `random`, a value in
-    /// [0, 1] (0 the shortest, 0.5 the nominal delay for proportional jitter, 1 the longest):
-    /// pure, for schedules whose randomness is drawn elsewhere.
-    public func seconds(afterFailure n: Int, random: Double) -> Double {
+    /// The delay after failure `n` with the jitter taken at `random`, a value in [0, 1] (0 the
+    /// shortest, 0.5 the nominal delay for proportional jitter, 1 the longest): pure, for
+    /// schedules whose randomness is drawn elsewhere.
+    public func delay(afterFailure n: Int, random: Double) -> Duration {
         let r = min(max(random, 0), 1)
         let base = baseSeconds(afterFailure: n)
         let jittered: Double
@@ -77,7 +83,7 @@ public struct Backoff: Sendable, Equatable {
             let f = min(1, max(0, fraction))
             jittered = base * (1 - f + 2 * f * r)
         }
-        return capped(jittered)
+        return Self.duration(capped(jittered))
     }
 
     /// The delay after failure `n`, jitter drawn from `rng`.
@@ -93,13 +99,20 @@ public struct Backoff: Sendable, Equatable {
             let f = min(1, max(0, fraction))
             jittered = base * Double.random(in: (1 - f)...(1 + f), using: &rng)
         }
-        return .seconds(capped(jittered))
+        return Self.duration(capped(jittered))
     }
 
     /// The delay after failure `n`, jitter drawn from the system generator.
     public func delay(afterFailure n: Int) -> Duration {
         var rng = SystemRandomNumberGenerator()
         return delay(afterFailure: n, using: &rng)
+    }
+
+    /// Whole nanoseconds, so `0.1 s × 2` is exactly `.milliseconds(200)`; delays beyond what
+    /// nanoseconds in an `Int64` hold (about 292 years) keep their seconds.
+    private static func duration(_ seconds: Double) -> Duration {
+        let nanoseconds = (seconds * 1e9).rounded()
+        return nanoseconds < 9.2e18 ? .nanoseconds(Int64(nanoseconds)) : .seconds(seconds)
     }
 
     /// Never negative, never above an exponential cap, always finite.

@@ -1,0 +1,34 @@
+/// Every default that more than one part of Courier relies on, named once.
+///
+/// The worker's configuration, the CLI's flags and their help, the console and the benchmark
+/// read these instead of writing the numbers again.
+public enum Defaults {
+    /// The attempts a job gets when neither the job nor its queue says otherwise: 10, the
+    /// Standard Webhooks example (``RetrySchedule/standardWebhooks`` holds the 9 delays between
+    /// them).
+    public static let maxAttempts = 10
+
+    /// The jitter of a retry schedule: each delay is multiplied by a factor drawn uniformly
+    /// from `1 ± 0.2`.
+    public static let retryJitter = 0.2
+
+    /// Requests in flight to one host at once across all workers, for hosts without their own
+    /// cap (`courier.destinations.max_in_flight`): 200.
+    public static let perHostLimit = 200
+
+    /// The longest wait a receiver's `Retry-After` may impose: one day.
+    public static let maximumRetryAfter: Duration = .seconds(24 * 3600)
+
+    /// How often one job may be postponed by a receiver's 429 or 503 with `Retry-After`
+    /// without spending an attempt: 20.
+    public static let maximumPostponements = 20
+
+    /// Bytes of a response body kept as the attempt's excerpt: 20,000.
+    public static let maximumExcerptBytes = 20_000
+
+    /// The time allowed to connect to a receiver: 10 s.
+    public static let connectTimeout: Duration = .seconds(10)
+
+    /// The time allowed for one request, response head and excerpt included: 30 s.
+    public static let totalTimeout: Duration = .seconds(30)
+}
