@@ -77,7 +77,7 @@ let package = Package(
                 "Postgres",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            exclude: ["Migrations/README.md"],
+            exclude: ["Migrations/README.md", "Migrations/schema.sql"],
             resources: [
                 .embedInCode("Migrations/0001_init.sql"),
                 .embedInCode("Migrations/0002_job_problem.sql"),
