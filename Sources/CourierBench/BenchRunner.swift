@@ -413,7 +413,7 @@ package struct BenchRunner {
                         // No cap: this measures the statements, and a connection that finds the host
                         // at its cap would take an empty claim for the end of the queue.
                         let claimed = try store.claim(
-                            queues: [queue], limit: batchSize, leaseMilliseconds: 60_000, perHostLimit: 1_000_000)
+                            queues: [queue], limit: batchSize, lease: .seconds(60), perHostLimit: 1_000_000)
                         if claimed.isEmpty { break }
                         let now = Date()
                         try store.complete(claimed.map {

@@ -121,16 +121,16 @@ extension BenchRunner {
         // connection, which a worker does once per connection, not once per claim.
         try store.setPaused(queue, false)
         for _ in 0..<3 {
-            let claimed = try probeStore.claim(queues: [queue], limit: 100, leaseMilliseconds: 60_000)
-            try probeStore.release(claimed.map { ($0.id, $0.attempt) }, delayMilliseconds: 0)
+            let claimed = try probeStore.claim(queues: [queue], limit: 100, lease: .seconds(60))
+            try probeStore.release(claimed.map { ($0.id, $0.attempt) }, delay: .zero)
         }
         var quietClaims: [Double] = []
         for _ in 0..<200 {
             let t0 = DispatchTime.now().uptimeNanoseconds
-            let claimed = try probeStore.claim(queues: [queue], limit: 100, leaseMilliseconds: 60_000)
+            let claimed = try probeStore.claim(queues: [queue], limit: 100, lease: .seconds(60))
             quietClaims.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6)
             guard claimed.count == 100 else { throw CLIError("scale: a probe claimed \(claimed.count) of 100 due jobs") }
-            try probeStore.release(claimed.map { ($0.id, $0.attempt) }, delayMilliseconds: 0)
+            try probeStore.release(claimed.map { ($0.id, $0.attempt) }, delay: .zero)
         }
         try store.setPaused(queue, true)
         let process = try startWorker(queue: queue)
@@ -145,7 +145,7 @@ extension BenchRunner {
             guard Date().timeIntervalSince(lastProbe) >= 0.05 else { return }
             lastProbe = Date()
             let t0 = DispatchTime.now().uptimeNanoseconds
-            guard let claimed = try? probeStore.claim(queues: [queue], limit: 100, leaseMilliseconds: 60_000) else { return }
+            guard let claimed = try? probeStore.claim(queues: [queue], limit: 100, lease: .seconds(60)) else { return }
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6
             guard !claimed.isEmpty else { return }
             claimTimes.append(elapsed)

@@ -35,7 +35,7 @@ final class ClaimLoop: @unchecked Sendable {
     private let lock = NSLock()
     private var mailbox: [AttemptRecord] = []
     private var drainScheduled = false
-    private var lastAliveNanos: UInt64 = DispatchTime.now().uptimeNanoseconds
+    private var lastAlive: Duration = ClaimLoop.now()
     private var inFlightNow = 0
     private var finishedLoop = false
 
@@ -56,15 +56,16 @@ final class ClaimLoop: @unchecked Sendable {
         machine = ClaimLoopMachine(
             settings: .init(
                 slots: slots, batchSize: configuration.batchSize,
-                pollInterval: Self.nanos(configuration.pollInterval),
-                heartbeatInterval: Self.nanos(configuration.heartbeatInterval),
-                gracePeriod: Self.nanos(configuration.gracePeriod),
-                giveUpAfter: Self.nanos(configuration.shutdownGiveUp),
+                pollInterval: configuration.pollInterval,
+                heartbeatInterval: configuration.heartbeatInterval,
+                gracePeriod: configuration.gracePeriod,
+                giveUpAfter: configuration.shutdownGiveUp,
                 deferral: configuration.capDeferral),
-            now: DispatchTime.now().uptimeNanoseconds)
+            now: Self.now())
     }
 
-    private static func nanos(_ seconds: Double) -> UInt64 { UInt64(max(0, seconds) * 1e9) }
+    /// The machine's clock: `DispatchTime`'s uptime, the clock its timer is set on.
+    static func now() -> Duration { .nanoseconds(DispatchTime.now().uptimeNanoseconds) }
 
     /// Opens the loop's connection now, so a worker is ready only when every loop can reach
     /// the database. Call before `start()`.
@@ -109,15 +110,15 @@ final class ClaimLoop: @unchecked Sendable {
         queue.async { [self] in touch() }
     }
 
-    /// True when the loop ran something within the last `seconds`, or has exited.
-    func isResponsive(within seconds: Double) -> Bool {
-        let now = DispatchTime.now().uptimeNanoseconds
-        return lock.withLock { finishedLoop || now &- lastAliveNanos <= Self.nanos(seconds) }
+    /// True when the loop ran something within the last `window`, or has exited.
+    func isResponsive(within window: Duration) -> Bool {
+        let now = Self.now()
+        return lock.withLock { finishedLoop || now - lastAlive <= window }
     }
 
     private func touch() {
-        let now = DispatchTime.now().uptimeNanoseconds
-        lock.withLock { lastAliveNanos = now }
+        let now = Self.now()
+        lock.withLock { lastAlive = now }
     }
 
     // MARK: The shell
@@ -128,7 +129,7 @@ final class ClaimLoop: @unchecked Sendable {
         guard started, !machine.hasExited else { return }
         touch()
         var pending: [LoopAction] = machine.handle(
-            first, now: DispatchTime.now().uptimeNanoseconds, jitter: Double.random(in: 0.75...1.25))
+            first, now: Self.now(), jitter: Double.random(in: 0.75...1.25))
         while !pending.isEmpty {
             let action = pending.removeFirst()
             var follow: LoopEvent?
@@ -143,7 +144,9 @@ final class ClaimLoop: @unchecked Sendable {
                     "grace period over; deliveries still in flight are recorded as interrupted and due again",
                     metadata: ["jobs.count": "\(refs.count)"])
             case .sleep(let until):
-                timer?.schedule(deadline: until.map { DispatchTime(uptimeNanoseconds: $0) } ?? .distantFuture)
+                timer?.schedule(
+                    deadline: until.map { DispatchTime(uptimeNanoseconds: UInt64(max(0, $0.inNanoseconds))) }
+                        ?? .distantFuture)
             case .exit:
                 finish()
                 return
@@ -151,7 +154,7 @@ final class ClaimLoop: @unchecked Sendable {
             if let follow {
                 touch()
                 pending += machine.handle(
-                    follow, now: DispatchTime.now().uptimeNanoseconds, jitter: Double.random(in: 0.75...1.25))
+                    follow, now: Self.now(), jitter: Double.random(in: 0.75...1.25))
             }
         }
     }
@@ -182,7 +185,7 @@ final class ClaimLoop: @unchecked Sendable {
             case .claim(let limit):
                 let claim = try store.claimBatch(
                     queues: configuration.queues, limit: limit,
-                    leaseMilliseconds: Int(configuration.leaseDuration * 1000),
+                    lease: configuration.leaseDuration,
                     perHostLimit: configuration.perHostLimit)
                 metrics.claims.increment()
                 for quarantined in claim.quarantined {
@@ -225,8 +228,7 @@ final class ClaimLoop: @unchecked Sendable {
                 lock.withLock { inFlightNow -= records.count }
                 return .succeeded(statement, lost: [])
             case .heartbeat(let refs):
-                let kept = try store.heartbeat(
-                    refs.map(\.id), leaseMilliseconds: Int(configuration.leaseDuration * 1000))
+                let kept = try store.heartbeat(refs.map(\.id), lease: configuration.leaseDuration)
                 let lost = refs.filter { !kept.contains($0.id) }
                 if !lost.isEmpty {
                     logger.warning(
@@ -235,7 +237,7 @@ final class ClaimLoop: @unchecked Sendable {
                 }
                 return .succeeded(statement, lost: lost)
             case .release(let refs, let delay):
-                try store.release(refs.map { ($0.id, $0.attempt) }, delayMilliseconds: Int(delay * 1000))
+                try store.release(refs.map { ($0.id, $0.attempt) }, delay: delay)
                 metrics.deferred.increment(by: refs.count)
                 for ref in refs { jobs[ref] = nil }
                 return .succeeded(statement, lost: [])

@@ -1,5 +1,4 @@
 import CourierCore
-import RetryClient
 
 /// A claimed job as the claim loop tracks it: enough to guard every later statement.
 public struct JobRef: Sendable, Hashable {
@@ -28,8 +27,8 @@ public enum LoopStatement: Sendable, Equatable {
     case record([AttemptRecord])
     /// Extend the leases of these running jobs.
     case heartbeat([JobRef])
-    /// Give back claimed jobs that were never sent, due again after `delay` seconds.
-    case release([JobRef], delay: Double)
+    /// Give back claimed jobs that were never sent, due again after `delay`.
+    case release([JobRef], delay: Duration)
 }
 
 /// Something that happened to a claim loop; the machine's only input.
@@ -65,15 +64,16 @@ public enum LoopAction: Sendable, Equatable {
     /// For each of these jobs, make the outcome "the worker stopped before the response arrived"
     /// and report it at once as `.finished(_, interrupted: true)`.
     case interrupt([JobRef])
-    /// Nothing to do until an event arrives or, when set, until this instant (nanoseconds on
-    /// the monotonic clock).
-    case sleep(untilNanos: UInt64?)
+    /// Nothing to do until an event arrives or, when set, until this instant of the monotonic
+    /// clock (see ``ClaimLoopMachine``).
+    case sleep(until: Duration?)
     /// Close the connection and end the loop.
     case exit
 }
 
 /// The decisions of one claim loop, free of clocks and I/O: it takes one event and the current
-/// time and returns the actions to run. The shell (`ClaimLoop`) runs one statement at a time,
+/// time and returns the actions to run. Times are instants of a monotonic clock, given as the
+/// `Duration` since its origin (the shell uses `DispatchTime`'s uptime; tests count from zero). The shell (`ClaimLoop`) runs one statement at a time,
 /// reports each result back as an event, and sleeps as told.
 ///
 /// What it guarantees (each is a unit test in `ClaimLoopMachineTests`):
@@ -93,22 +93,22 @@ public struct ClaimLoopMachine: Sendable {
         public var slots: Int
         /// The most jobs one claim takes.
         public var batchSize: Int
-        /// Claim at least this often (nanoseconds) while slots are free.
-        public var pollInterval: UInt64
-        /// Extend leases this often (nanoseconds) while jobs are in flight.
-        public var heartbeatInterval: UInt64
-        /// How long in-flight deliveries may run after a stop (nanoseconds).
-        public var gracePeriod: UInt64
+        /// Claim at least this often while slots are free.
+        public var pollInterval: Duration
+        /// Extend leases this often while jobs are in flight.
+        public var heartbeatInterval: Duration
+        /// How long in-flight deliveries may run after a stop.
+        public var gracePeriod: Duration
         /// After the grace period, how long the loop keeps retrying to write outcomes before it
-        /// gives up and leaves the leases to the rescuer (nanoseconds).
-        public var giveUpAfter: UInt64
-        /// Delay before a job that could not start is due again (seconds).
-        public var deferral: Double
+        /// gives up and leaves the leases to the rescuer.
+        public var giveUpAfter: Duration
+        /// Delay before a job that could not start is due again.
+        public var deferral: Duration
 
         /// Creates settings.
         public init(
-            slots: Int, batchSize: Int, pollInterval: UInt64, heartbeatInterval: UInt64, gracePeriod: UInt64,
-            giveUpAfter: UInt64 = 5_000_000_000, deferral: Double = 0.25
+            slots: Int, batchSize: Int, pollInterval: Duration, heartbeatInterval: Duration, gracePeriod: Duration,
+            giveUpAfter: Duration = .seconds(5), deferral: Duration = .milliseconds(250)
         ) {
             self.slots = max(1, slots)
             self.batchSize = max(1, batchSize)
@@ -144,18 +144,18 @@ public struct ClaimLoopMachine: Sendable {
     private var lastClaimFull = false
     private var lastClaimHeldBack = false
     private var roomFreed = false
-    private var nextPoll: UInt64 = 0
-    private var nextHeartbeat: UInt64
+    private var nextPoll: Duration = .zero
+    private var nextHeartbeat: Duration
     private var failures = 0
-    private var retryAt: UInt64 = 0
+    private var retryAt: Duration = .zero
     /// Set when a stop was asked: the end of the grace period.
-    public private(set) var stopDeadline: UInt64?
+    public private(set) var stopDeadline: Duration?
     private var exited = false
 
-    /// Creates a machine at time `now` (monotonic nanoseconds).
-    public init(settings: Settings, now: UInt64) {
+    /// Creates a machine at time `now`.
+    public init(settings: Settings, now: Duration) {
         self.settings = settings
-        nextHeartbeat = now &+ settings.heartbeatInterval
+        nextHeartbeat = now + settings.heartbeatInterval
     }
 
     /// Slots free for new deliveries.
@@ -166,15 +166,15 @@ public struct ClaimLoopMachine: Sendable {
 
     /// The delay before the `failures`-th retry of a failed statement: 0.1 s doubling to 5 s,
     /// scaled by `jitter` (a factor around 1, e.g. in 0.75...1.25).
-    public static func retryDelay(failures: Int, jitter: Double) -> UInt64 {
-        UInt64(statementBackoff.baseDelay(afterFailure: failures).inSeconds * jitter * 1e9)
+    public static func retryDelay(failures: Int, jitter: Double) -> Duration {
+        statementBackoff.baseDelay(afterFailure: failures) * jitter
     }
 
     /// 0.1 s doubling to 5 s: the claim loops' statement retries and the listener's reconnect.
     static let statementBackoff = Backoff.exponential(initial: .milliseconds(100), base: 2, maximum: .seconds(5))
 
     /// Takes one event at time `now` and returns what to do. `jitter` scales retry delays.
-    public mutating func handle(_ event: LoopEvent, now: UInt64, jitter: Double = 1) -> [LoopAction] {
+    public mutating func handle(_ event: LoopEvent, now: Duration, jitter: Double = 1) -> [LoopAction] {
         guard !exited else { return [] }
         var actions: [LoopAction] = []
         switch event {
@@ -191,7 +191,7 @@ public struct ClaimLoopMachine: Sendable {
         case .tick:
             break
         case .stopRequested:
-            if stopDeadline == nil { stopDeadline = now &+ settings.gracePeriod }
+            if stopDeadline == nil { stopDeadline = now + settings.gracePeriod }
         case .claimed(let started, let deferred, let requested, let heldBack):
             running = nil
             failures = 0
@@ -205,7 +205,7 @@ public struct ClaimLoopMachine: Sendable {
             toRelease.append(contentsOf: deferred)
             lastClaimFull = started.count + deferred.count >= requested
             lastClaimHeldBack = heldBack
-            nextPoll = now &+ settings.pollInterval
+            nextPoll = now + settings.pollInterval
         case .succeeded(let statement, _):
             running = nil
             failures = 0
@@ -219,14 +219,14 @@ public struct ClaimLoopMachine: Sendable {
                 let released = Set(jobs)
                 toRelease.removeAll { released.contains($0) }
             case .heartbeat:
-                nextHeartbeat = now &+ settings.heartbeatInterval
+                nextHeartbeat = now + settings.heartbeatInterval
             case .claim:
                 break
             }
         case .failed(let statement, _):
             running = nil
             failures += 1
-            retryAt = now &+ Self.retryDelay(failures: failures, jitter: jitter)
+            retryAt = now + Self.retryDelay(failures: failures, jitter: jitter)
             switch statement {
             case .claim:
                 // A failed claim changed nothing; try again after the delay, not at once.
@@ -242,12 +242,12 @@ public struct ClaimLoopMachine: Sendable {
         return actions
     }
 
-    private mutating func next(now: UInt64) -> [LoopAction] {
+    private mutating func next(now: Duration) -> [LoopAction] {
         if running != nil { return [] }
         var actions: [LoopAction] = []
 
         if let deadline = stopDeadline {
-            if failures > 0 && now >= deadline &+ settings.giveUpAfter {
+            if failures > 0 && now >= deadline + settings.giveUpAfter {
                 // The database has been failing past the grace period: leave the leases to the
                 // rescuer rather than hang the shutdown.
                 exited = true
@@ -264,7 +264,7 @@ public struct ClaimLoopMachine: Sendable {
         }
 
         if failures > 0 && now < retryAt {
-            actions.append(.sleep(untilNanos: retryAt))
+            actions.append(.sleep(until: retryAt))
             return actions
         }
 
@@ -294,7 +294,7 @@ public struct ClaimLoopMachine: Sendable {
         }
         if inFlight.isEmpty {
             // Nothing to extend: the next heartbeat is one interval after work starts again.
-            nextHeartbeat = max(nextHeartbeat, now &+ settings.heartbeatInterval)
+            nextHeartbeat = max(nextHeartbeat, now + settings.heartbeatInterval)
         }
         // 4. Claim when there is room and a reason: a notification, the poll interval, a full
         //    previous batch (more may be waiting) with enough free slots, or outcomes written
@@ -312,12 +312,12 @@ public struct ClaimLoopMachine: Sendable {
         // 5. Sleep until the next thing that can need us: the poll (only when a slot is free),
         //    the heartbeat (only with jobs in flight), the end of the grace period. Deliveries
         //    finishing, notifications and a stop arrive as events.
-        var wake: UInt64? = nil
-        func consider(_ t: UInt64) { wake = min(wake ?? t, t) }
+        var wake: Duration? = nil
+        func consider(_ t: Duration) { wake = min(wake ?? t, t) }
         if stopDeadline == nil && free > 0 { consider(nextPoll) }
         if !inFlight.isEmpty { consider(nextHeartbeat) }
         if let deadline = stopDeadline, !inFlight.isEmpty { consider(deadline) }
-        actions.append(.sleep(untilNanos: wake))
+        actions.append(.sleep(until: wake))
         return actions
     }
 }

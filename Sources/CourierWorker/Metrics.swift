@@ -130,7 +130,7 @@ public final class WorkerMetrics: @unchecked Sendable {
         for depth in depths {
             Gauge(label: "courier_queue_due_jobs", dimensions: [("queue", depth.queue)]).record(depth.due)
             Gauge(label: "courier_queue_oldest_due_age_seconds", dimensions: [("queue", depth.queue)])
-                .record(depth.oldestAgeSeconds)
+                .record(depth.oldestAge.inSeconds)
         }
         for queue in stale {
             Gauge(label: "courier_queue_due_jobs", dimensions: [("queue", queue)]).record(0)

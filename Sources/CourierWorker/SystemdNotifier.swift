@@ -10,15 +10,15 @@ import Foundation
 public final class SystemdNotifier: @unchecked Sendable {
     private let socketPath: String?
     /// The watchdog interval systemd asked for, if any.
-    public let watchdogInterval: Double?
+    public let watchdogInterval: Duration?
 
     /// Reads `NOTIFY_SOCKET` and `WATCHDOG_USEC` (and `WATCHDOG_PID`, which must be ours) from
     /// `environment`.
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         socketPath = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
         let pidMatches = environment["WATCHDOG_PID"].map { Int32($0) == getpid() } ?? true
-        if pidMatches, let usec = environment["WATCHDOG_USEC"].flatMap(Double.init), usec > 0 {
-            watchdogInterval = usec / 1_000_000
+        if pidMatches, let usec = environment["WATCHDOG_USEC"].flatMap(Int64.init), usec > 0 {
+            watchdogInterval = .microseconds(usec)
         } else {
             watchdogInterval = nil
         }

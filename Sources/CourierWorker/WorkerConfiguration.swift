@@ -15,81 +15,131 @@ public struct WorkerConfiguration: Sendable {
     public var loops: Int
     /// The most jobs one claim takes (default 100).
     public var batchSize: Int
-    /// Seconds between claims when no notification arrives: the fallback for lost
-    /// notifications and for retries whose `run_at` arrives (default 1).
-    public var pollInterval: Double
-    /// Seconds a lease lasts without a heartbeat (default 60).
-    public var leaseDuration: Double
-    /// Seconds between heartbeats that extend the leases of running jobs (default 15).
-    public var heartbeatInterval: Double
+    /// Time between claims when no notification arrives: the fallback for lost notifications
+    /// and for retries whose `run_at` arrives (default 1 s; at least 10 ms).
+    public var pollInterval: Duration
+    /// How long a lease lasts without a heartbeat (default 60 s; 1 s to 24 h, the most
+    /// `courier.jobs` accepts).
+    public var leaseDuration: Duration
+    /// Time between heartbeats that extend the leases of running jobs (default 15 s; shorter
+    /// than the lease).
+    public var heartbeatInterval: Duration
     /// Requests in flight to one destination host at once across all workers, for hosts
-    /// without their own `courier.destinations.max_in_flight` (default 200, a default worker's
-    /// slots: one fast host drains at full speed, which 100 did not reliably do; a slow host may
-    /// then fill one default worker, so lower it where one worker serves many hosts of uneven
-    /// speed, or cap slow hosts with `courier hosts set`). Every worker should use the same
-    /// value; the claim enforces it.
+    /// without their own `courier.destinations.max_in_flight` (default ``Defaults/perHostLimit``,
+    /// 200, a default worker's slots: one fast host drains at full speed, which 100 did not
+    /// reliably do; a slow host may then fill one default worker, so lower it where one worker
+    /// serves many hosts of uneven speed, or cap slow hosts with `courier hosts set`). Every
+    /// worker should use the same value; the claim enforces it.
     public var perHostLimit: Int
-    /// Seconds a job whose queue is at its per-process cap waits before it is due again (default 0.25).
-    public var capDeferral: Double
-    /// Seconds between maintenance passes: rescue of expired leases and retention (default 5).
-    public var maintenanceInterval: Double
-    /// Age in seconds after which succeeded jobs are deleted (default 7 days), for queues whose
+    /// How long a job whose queue is at its per-process cap waits before it is due again
+    /// (default 250 ms).
+    public var capDeferral: Duration
+    /// Time between maintenance passes: rescue of expired leases and retention (default 5 s).
+    public var maintenanceInterval: Duration
+    /// Age after which succeeded jobs are deleted (default 7 days), for queues whose
     /// `keep_succeeded` is not set (`courier queues set NAME --keep-succeeded`).
-    public var retention: Double
-    /// Age in seconds after which cancelled jobs are deleted, where the queue sets nothing (default 7 days).
-    public var retentionCancelled: Double = 7 * 86_400
-    /// Age in seconds after which dead jobs are deleted, where the queue sets nothing (default 30 days).
-    public var retentionDead: Double = 30 * 86_400
+    public var retention: Duration
+    /// Age after which cancelled jobs are deleted, where the queue sets nothing (default 7 days).
+    public var retentionCancelled: Duration = .hours(7 * 24)
+    /// Age after which dead jobs are deleted, where the queue sets nothing (default 30 days).
+    public var retentionDead: Duration = .hours(30 * 24)
     /// How much deleting one maintenance pass may do, and how soon the next pass runs while
-    /// old jobs are left (default: batches of 5,000 for up to 1 s, again after 0.1 s).
+    /// old jobs are left (default: batches of 5,000 for up to 1 s, again after 100 ms).
     public var retentionBudget = RetentionBudget()
-    /// Seconds in-flight deliveries get to finish after a stop is asked (default 25).
-    public var gracePeriod: Double
-    /// Seconds after the grace period during which a stopping loop keeps retrying to write
+    /// Time in-flight deliveries get to finish after a stop is asked (default 25 s).
+    public var gracePeriod: Duration
+    /// Time after the grace period during which a stopping loop keeps retrying to write
     /// outcomes to an unreachable database before it exits and leaves the leases to the
-    /// rescuer (default 5).
-    public var shutdownGiveUp: Double = 5
-    /// Seconds between pings of the listener's connection, which otherwise only waits and
-    /// would not notice a peer that went silent (default 10).
-    public var listenerPing: Double = 10
+    /// rescuer (default 5 s).
+    public var shutdownGiveUp: Duration = .seconds(5)
+    /// Time between pings of the listener's connection, which otherwise only waits and would
+    /// not notice a peer that went silent (default 10 s).
+    public var listenerPing: Duration = .seconds(10)
     /// Settings of the worker's database connections: TCP keepalives, timeouts and a
     /// client-side deadline per statement, so a dead or silent peer is noticed within about
     /// 30 s (default `PostgresConnection.Settings.worker`; the database URL overrides each).
     public var connection: PostgresConnection.Settings = .worker
 
-    /// Creates a configuration with the defaults above.
+    /// Creates a configuration with the defaults above. Nothing is clamped: ``validate()``
+    /// refuses a value out of its range.
     public init(
         workerID: String = WorkerConfiguration.defaultWorkerID(),
         queues: [String]? = nil,
         concurrency: Int = 200,
         loops: Int = 1,
         batchSize: Int = 100,
-        pollInterval: Double = 1,
-        leaseDuration: Double = 60,
-        heartbeatInterval: Double = 15,
+        pollInterval: Duration = .seconds(1),
+        leaseDuration: Duration = .seconds(60),
+        heartbeatInterval: Duration = .seconds(15),
         perHostLimit: Int = Defaults.perHostLimit,
-        capDeferral: Double = 0.25,
-        maintenanceInterval: Double = 5,
-        retention: Double = 7 * 86_400,
-        gracePeriod: Double = 25
+        capDeferral: Duration = .milliseconds(250),
+        maintenanceInterval: Duration = .seconds(5),
+        retention: Duration = .hours(7 * 24),
+        gracePeriod: Duration = .seconds(25)
     ) {
         self.workerID = workerID
         self.queues = queues
-        self.concurrency = max(1, concurrency)
-        self.loops = max(1, loops)
-        self.batchSize = max(1, batchSize)
+        self.concurrency = concurrency
+        self.loops = loops
+        self.batchSize = batchSize
         self.pollInterval = pollInterval
         self.leaseDuration = leaseDuration
         self.heartbeatInterval = heartbeatInterval
-        self.perHostLimit = max(1, perHostLimit)
+        self.perHostLimit = perHostLimit
         self.capDeferral = capDeferral
         self.maintenanceInterval = maintenanceInterval
         self.retention = retention
         self.gracePeriod = gracePeriod
     }
 
+    /// The longest lease `courier.jobs` accepts (its `jobs_lease_bounded` check): one day.
+    public static let maximumLease: Duration = .hours(24)
+
+    /// Refuses the first value out of its range, naming the setting and the range; the pool
+    /// checks it before it starts, and the CLI turns it into a usage error (exit 2) naming its
+    /// flag.
+    public func validate() throws {
+        func require(_ ok: Bool, _ field: String, _ range: String, _ value: @autoclosure () -> String) throws {
+            if !ok { throw WorkerConfigurationError(field: field, range: range, value: value()) }
+        }
+        try require(!workerID.isEmpty, "workerID", "must not be empty", "\"\"")
+        try require(queues.map { !$0.isEmpty } ?? true, "queues", "must name at least one queue", "none")
+        try require(concurrency >= 1, "concurrency", "must be at least 1", "\(concurrency)")
+        try require(loops >= 1, "loops", "must be at least 1", "\(loops)")
+        try require(batchSize >= 1, "batchSize", "must be at least 1", "\(batchSize)")
+        try require(perHostLimit >= 1, "perHostLimit", "must be at least 1", "\(perHostLimit)")
+        try require(pollInterval >= .milliseconds(10), "pollInterval", "must be at least 10ms", "\(pollInterval)")
+        try require(
+            leaseDuration >= .seconds(1) && leaseDuration <= Self.maximumLease, "leaseDuration",
+            "must be from 1s to 24h", "\(leaseDuration)")
+        try require(
+            heartbeatInterval > .zero && heartbeatInterval < leaseDuration, "heartbeatInterval",
+            "must be above 0 and shorter than the lease", "\(heartbeatInterval)")
+        try require(capDeferral >= .zero, "capDeferral", "must not be negative", "\(capDeferral)")
+        try require(maintenanceInterval > .zero, "maintenanceInterval", "must be above 0", "\(maintenanceInterval)")
+        try require(retention >= .zero, "retention", "must not be negative", "\(retention)")
+        try require(retentionCancelled >= .zero, "retentionCancelled", "must not be negative", "\(retentionCancelled)")
+        try require(retentionDead >= .zero, "retentionDead", "must not be negative", "\(retentionDead)")
+        try require(gracePeriod >= .zero, "gracePeriod", "must not be negative", "\(gracePeriod)")
+        try require(shutdownGiveUp >= .zero, "shutdownGiveUp", "must not be negative", "\(shutdownGiveUp)")
+        try require(listenerPing > .zero, "listenerPing", "must be above 0", "\(listenerPing)")
+    }
+
     /// `hostname:pid`.
     public static func defaultWorkerID() -> String {
         "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
     }
+}
+
+/// A worker setting out of its range.
+public struct WorkerConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The ``WorkerConfiguration`` property, e.g. `pollInterval`.
+    public let field: String
+    /// What the value must be, e.g. `must be at least 10ms`.
+    public let range: String
+    /// The value given.
+    public let value: String
+
+    /// `pollInterval must be at least 10ms, got 0.005 seconds`.
+    public var description: String { "\(field) \(range), got \(value)" }
 }

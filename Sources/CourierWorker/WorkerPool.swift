@@ -62,6 +62,7 @@ public final class WorkerPool: @unchecked Sendable {
     /// - Throws: `WorkerStartError` when the schema is missing, older or newer; the connection
     ///   error when the database cannot be reached.
     public func start() throws {
+        try configuration.validate()
         let probe = try connect("courier-worker")
         defer { probe.close() }
         let status = try Migrator().status(probe)
@@ -92,9 +93,9 @@ public final class WorkerPool: @unchecked Sendable {
     /// Queues a liveness stamp on every loop; `loopsResponsive(within:)` reads the stamps.
     public func pingLoops() { loops.forEach { $0.ping() } }
 
-    /// True when every claim loop ran something within `seconds`: none is stuck in a statement.
-    public func loopsResponsive(within seconds: Double) -> Bool {
-        loops.allSatisfy { $0.isResponsive(within: seconds) }
+    /// True when every claim loop ran something within `window`: none is stuck in a statement.
+    public func loopsResponsive(within window: Duration) -> Bool {
+        loops.allSatisfy { $0.isResponsive(within: window) }
     }
 
     /// Stops claiming, lets in-flight deliveries finish within the grace period, writes their
@@ -142,7 +143,7 @@ public final class WorkerPool: @unchecked Sendable {
             helpersDone.leave()
             return
         }
-        var delay = 0.0
+        var delay: Duration = .zero
         do {
             if state.connection == nil {
                 let fresh = try connect("courier-listener")
@@ -153,20 +154,20 @@ public final class WorkerPool: @unchecked Sendable {
                 wakeAll()
             }
             let wanted = configuration.queues.map(Set.init)
-            let notes = try state.connection!.waitForNotifications(timeout: 0.5)
+            let notes = try state.connection!.waitForNotifications(timeout: .milliseconds(500))
             if notes.contains(where: { wanted == nil || wanted!.contains($0.payload) }) { wakeAll() }
-            if DispatchTime.now() >= state.lastPing + configuration.listenerPing {
-                try state.connection!.ping(timeout: 5)
+            if DispatchTime.now() >= state.lastPing + DispatchTimeInterval(configuration.listenerPing) {
+                try state.connection!.ping(timeout: .seconds(5))
                 state.lastPing = .now()
             }
         } catch {
             state.connection?.close()
             state.connection = nil
             state.failures += 1
-            delay = Double(ClaimLoopMachine.retryDelay(failures: state.failures, jitter: Double.random(in: 0.75...1.25))) / 1e9
+            delay = ClaimLoopMachine.retryDelay(failures: state.failures, jitter: Double.random(in: 0.75...1.25))
             logger.warning("listener lost its connection; reconnecting", metadata: ["error": "\(ClaimLoop.loggable(error))"])
         }
-        listenerQueue.asyncAfter(deadline: .now() + delay) { [self] in listenRound(state) }
+        listenerQueue.asyncAfter(deadline: .now() + DispatchTimeInterval(delay)) { [self] in listenRound(state) }
     }
 
     // MARK: Maintenance
@@ -189,10 +190,10 @@ public final class WorkerPool: @unchecked Sendable {
         var lastDepth = DispatchTime(uptimeNanoseconds: 0)
     }
 
-    private func scheduleMaintenance(after seconds: Double) {
+    private func scheduleMaintenance(after delay: Duration) {
         let item = DispatchWorkItem { [self] in maintenanceRound() }
         maintenance.next = item
-        maintenanceQueue.asyncAfter(deadline: .now() + seconds, execute: item)
+        maintenanceQueue.asyncAfter(deadline: .now() + DispatchTimeInterval(delay), execute: item)
     }
 
     /// Ends the loop once, whether the stop came between rounds (the waiting round is
@@ -217,7 +218,7 @@ public final class WorkerPool: @unchecked Sendable {
             let connection = maintenance.connection!
             let report = try maintainOnce(connection)
             delay = configuration.retentionBudget.nextPass(after: report, interval: configuration.maintenanceInterval)
-            if DispatchTime.now() >= maintenance.lastDepth + configuration.maintenanceInterval * 0.9 {
+            if DispatchTime.now() >= maintenance.lastDepth + DispatchTimeInterval(configuration.maintenanceInterval * 0.9) {
                 let store = JobStore(connection: connection, workerID: configuration.workerID)
                 metrics.recordDepth(try store.queueDepth(queues: configuration.queues))
                 metrics.recordDestinations(try store.destinationHealth())
@@ -237,7 +238,7 @@ public final class WorkerPool: @unchecked Sendable {
             succeeded: configuration.retention, cancelled: configuration.retentionCancelled,
             dead: configuration.retentionDead)
         let report = try store.maintain(
-            retention: retention, leaseMilliseconds: Int(configuration.leaseDuration * 1000),
+            retention: retention, lease: configuration.leaseDuration,
             budget: configuration.retentionBudget)
         guard let report else { return nil }
         let rescued = report.rescuedToRetrying + report.rescuedToDead
@@ -256,7 +257,7 @@ public final class WorkerPool: @unchecked Sendable {
                     "jobs.succeeded": "\(report.deletedSucceeded)", "jobs.cancelled": "\(report.deletedCancelled)",
                     "jobs.dead": "\(report.deletedDead)", "retention.caught_up": "\(report.caughtUp)",
                     "retention.batches": "\(report.deleteBatches)",
-                    "retention.seconds": "\(String(format: "%.3f", report.deletionSeconds))",
+                    "retention.seconds": "\(String(format: "%.3f", report.deletionTime.inSeconds))",
                 ])
         }
         return report
@@ -268,4 +269,11 @@ public struct WorkerStartError: Error, CustomStringConvertible, Sendable {
     /// What the schema check found.
     public let status: SchemaStatus
     public var description: String { status.message }
+}
+
+extension DispatchTimeInterval {
+    /// `duration` in whole nanoseconds, for Dispatch's timers (saturating past about 292 years).
+    init(_ duration: Duration) {
+        self = .nanoseconds(Int(clamping: max(0, duration.inNanoseconds)))
+    }
 }

@@ -13,16 +13,16 @@ public final class WorkerService: @unchecked Sendable {
     private let logger: Logger
     private let notifier: SystemdNotifier
     private let stopSignal = DispatchSemaphore(value: 0)
-    private let statusInterval: Double
-    private let summaryInterval: Double
+    private let statusInterval: Duration
+    private let summaryInterval: Duration
 
     /// Creates a service around `pool`.
     /// - Parameters:
-    ///   - statusInterval: seconds between `STATUS=` updates (default 5).
-    ///   - summaryInterval: seconds between info-level summary log lines (default 60).
+    ///   - statusInterval: time between `STATUS=` updates (default 5 s).
+    ///   - summaryInterval: time between info-level summary log lines (default 60 s).
     public init(
-        pool: WorkerPool, logger: Logger, notifier: SystemdNotifier = SystemdNotifier(), statusInterval: Double = 5,
-        summaryInterval: Double = 60
+        pool: WorkerPool, logger: Logger, notifier: SystemdNotifier = SystemdNotifier(), statusInterval: Duration = .seconds(5),
+        summaryInterval: Duration = .seconds(60)
     ) {
         self.pool = pool
         self.statusInterval = statusInterval
@@ -56,7 +56,8 @@ public final class WorkerService: @unchecked Sendable {
         var lastWritten = pool.outcomesWritten
         var lastSummary = DispatchTime.now()
         var summarized = pool.outcomes
-        heartbeat.schedule(deadline: .now() + min(period, summaryInterval), repeating: min(period, summaryInterval))
+        let beat = DispatchTimeInterval(min(period, summaryInterval))
+        heartbeat.schedule(deadline: .now() + beat, repeating: beat)
         heartbeat.setEventHandler { [pool, notifier, logger, statusInterval, summaryInterval] in
             pool.pingLoops()
             if let watchdog {
@@ -67,24 +68,24 @@ public final class WorkerService: @unchecked Sendable {
                 }
             }
             let now = DispatchTime.now()
-            let elapsed = Double(now.uptimeNanoseconds - lastStatus.uptimeNanoseconds) / 1e9
+            let elapsed = Duration.nanoseconds(now.uptimeNanoseconds - lastStatus.uptimeNanoseconds)
             if elapsed >= statusInterval * 0.99 {
                 let written = pool.outcomesWritten
-                let rate = Double(written - lastWritten) / max(elapsed, 0.001)
+                let rate = Double(written - lastWritten) / max(elapsed.inSeconds, 0.001)
                 notifier.notify(
                     "STATUS=\(pool.inFlight) in flight, \(String(format: "%.1f", rate)) deliveries/s")
                 lastStatus = now
                 lastWritten = written
             }
             // One info line a minute: what an on-call person reads first in the journal.
-            let sinceSummary = Double(now.uptimeNanoseconds - lastSummary.uptimeNanoseconds) / 1e9
+            let sinceSummary = Duration.nanoseconds(now.uptimeNanoseconds - lastSummary.uptimeNanoseconds)
             if sinceSummary >= summaryInterval * 0.99 {
                 let outcomes = pool.outcomes
                 let delta = outcomes.since(summarized)
                 logger.info(
                     "summary",
                     metadata: [
-                        "seconds": "\(Int(sinceSummary.rounded()))", "delivered": "\(delta.succeeded)",
+                        "seconds": "\(Int(sinceSummary.inSeconds.rounded()))", "delivered": "\(delta.succeeded)",
                         "retried": "\(delta.retried)", "dead": "\(delta.dead)", "postponed": "\(delta.postponed)",
                         "parked": "\(delta.parked)", "in_flight": "\(pool.inFlight)",
                     ])

@@ -15,7 +15,7 @@ extension PostgresConnection {
         blocking: (OpaquePointer) -> OpaquePointer?, send: (OpaquePointer) -> Int32
     ) throws -> PostgresResult {
         let conn = try live()
-        guard let timeout = settings.queryTimeout else { return try Self.check(blocking(conn), conn) }
+        guard let timeout = settings.queryTimeout?.seconds else { return try Self.check(blocking(conn), conn) }
         return try runUnderDeadline(conn, timeout: timeout, send: send)
     }
 

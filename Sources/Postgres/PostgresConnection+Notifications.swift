@@ -37,16 +37,16 @@ extension PostgresConnection {
         try query("SELECT pg_notify($1, $2)", [channel, payload])
     }
 
-    /// Waits until at least one notification arrives or `timeout` seconds pass.
+    /// Waits until at least one notification arrives or `timeout` passes.
     ///
     /// Blocks in `poll(2)` on the connection's socket (no busy loop). Returns the notifications
     /// already queued at once, or an empty array on timeout.
     /// - Throws: a connection error when the socket breaks while waiting.
-    public func waitForNotifications(timeout: Double) throws -> [PostgresNotification] {
+    public func waitForNotifications(timeout: Duration) throws -> [PostgresNotification] {
         let conn = try live()
         var received = drainNotifications(conn)
         if !received.isEmpty { return received }
-        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, timeout) * 1e9)
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, timeout.seconds) * 1e9)
         while true {
             let now = DispatchTime.now().uptimeNanoseconds
             if now >= deadline { return [] }

@@ -28,7 +28,7 @@ extension PostgresConnection {
         }
         do {
             return try Self.exchangePipeline(
-                conn, names: names, statements: statements, timeout: settings.queryTimeout ?? .infinity)
+                conn, names: names, statements: statements, timeout: settings.queryTimeout?.seconds ?? .infinity)
         } catch let error as DeadlineExpired {
             close()
             throw PostgresError(kind: .connectionLost, message: error.message)

@@ -81,7 +81,7 @@ public final class PostgresConnection: @unchecked Sendable {
             "SET TimeZone TO 'UTC'; SET DateStyle TO 'ISO, YMD'; SET IntervalStyle TO 'postgres'; "
             + "SET client_min_messages TO warning"
         do {
-            if let timeout = settings.queryTimeout {
+            if let timeout = settings.queryTimeout?.seconds {
                 // Stays non-blocking: sending never waits on a full socket buffer, and `PQfinish`
                 // after an expired deadline cannot hang on its goodbye message.
                 PQsetnonblocking(conn, 1)
@@ -182,9 +182,9 @@ public final class PostgresConnection: @unchecked Sendable {
     /// every few seconds. Notifications that arrive meanwhile are kept for the next wait.
     /// - Throws: `.connectionLost` when there is no answer in time (the connection is then
     ///   closed; `reconnect()` opens a new one) or the connection broke.
-    public func ping(timeout: Double) throws {
+    public func ping(timeout: Duration) throws {
         let conn = try live()
-        _ = try runUnderDeadline(conn, timeout: timeout) { PQsendQuery($0, "SELECT 1") }
+        _ = try runUnderDeadline(conn, timeout: timeout.seconds) { PQsendQuery($0, "SELECT 1") }
     }
 
     // MARK: Helpers
@@ -238,31 +238,31 @@ extension PostgresConnection {
     /// (`?keepalives_idle=7&connect_timeout=3` overrides them) and the session settings go into
     /// the startup `options` ahead of the URL's own (`?options=-c%20statement_timeout%3D5s`
     /// overrides them; without `options` in the URL, `PGOPTIONS` is kept the same way).
-    /// Durations are in seconds; libpq's whole-second parameters are rounded up.
+    /// libpq's whole-second parameters are rounded up; the session's are sent in milliseconds.
     public struct Settings: Sendable, Equatable {
-        /// Seconds of silence before the kernel sends the first TCP keepalive probe (libpq
+        /// Silence before the kernel sends the first TCP keepalive probe (libpq
         /// `keepalives_idle`, with `keepalives=1`). Default `nil`: the kernel's (7,200 s on Linux).
-        public var keepalivesIdle: Double?
-        /// Seconds between unanswered keepalive probes (`keepalives_interval`). Default `nil`:
+        public var keepalivesIdle: Duration?
+        /// Time between unanswered keepalive probes (`keepalives_interval`). Default `nil`:
         /// the kernel's (75 s on Linux).
-        public var keepalivesInterval: Double?
+        public var keepalivesInterval: Duration?
         /// Unanswered probes before the kernel declares the connection dead (`keepalives_count`).
         /// Default `nil`: the kernel's (9 on Linux).
         public var keepalivesCount: Int?
-        /// Seconds that sent data may stay unacknowledged before the kernel drops the
+        /// How long sent data may stay unacknowledged before the kernel drops the
         /// connection (`tcp_user_timeout`, Linux). Default `nil`: the kernel's (about 15 minutes
         /// of retransmissions).
-        public var tcpUserTimeout: Double?
-        /// Seconds allowed for opening a connection, per host address (`connect_timeout`;
+        public var tcpUserTimeout: Duration?
+        /// Time allowed for opening a connection, per host address (`connect_timeout`;
         /// libpq treats values below 2 as 2). Default `nil`: wait as long as the kernel does.
-        public var connectTimeout: Double?
+        public var connectTimeout: Duration?
         /// The session's `statement_timeout`: the server cancels a statement that runs longer
         /// (SQLSTATE 57014; the connection stays usable). Default `nil`: the server's setting.
-        public var statementTimeout: Double?
+        public var statementTimeout: Duration?
         /// The session's `idle_in_transaction_session_timeout`: the server ends a session that
         /// sits inside a transaction for longer, releasing its locks. Default `nil`: the server's.
-        public var idleInTransactionSessionTimeout: Double?
-        /// The client-side deadline for each statement, in seconds. Default `nil`: statements
+        public var idleInTransactionSessionTimeout: Duration?
+        /// The client-side deadline for each statement. Default `nil`: statements
         /// block until the server answers (libpq's synchronous calls).
         ///
         /// Keepalives and `tcp_user_timeout` cannot notice a peer whose kernel still
@@ -273,18 +273,18 @@ extension PostgresConnection {
         /// slow then fails cleanly on the server first, and the deadline only fires when the
         /// server cannot be heard at all (which is also why no cancel request is sent: it could
         /// not get through either). `copyIn` is not covered.
-        public var queryTimeout: Double?
+        public var queryTimeout: Duration?
 
         /// Creates settings; every field defaults to `nil` (libpq's and the server's behaviour).
         public init(
-            keepalivesIdle: Double? = nil,
-            keepalivesInterval: Double? = nil,
+            keepalivesIdle: Duration? = nil,
+            keepalivesInterval: Duration? = nil,
             keepalivesCount: Int? = nil,
-            tcpUserTimeout: Double? = nil,
-            connectTimeout: Double? = nil,
-            statementTimeout: Double? = nil,
-            idleInTransactionSessionTimeout: Double? = nil,
-            queryTimeout: Double? = nil
+            tcpUserTimeout: Duration? = nil,
+            connectTimeout: Duration? = nil,
+            statementTimeout: Duration? = nil,
+            idleInTransactionSessionTimeout: Duration? = nil,
+            queryTimeout: Duration? = nil
         ) {
             self.keepalivesIdle = keepalivesIdle
             self.keepalivesInterval = keepalivesInterval
@@ -307,14 +307,14 @@ extension PostgresConnection {
         /// 60 s; client-side deadline 20 s (a frozen peer). A loop that reconnects at once has
         /// a fresh connection within 30 s of the freeze when the server is reachable again.
         public static let worker = Settings(
-            keepalivesIdle: 10,
-            keepalivesInterval: 5,
+            keepalivesIdle: .seconds(10),
+            keepalivesInterval: .seconds(5),
             keepalivesCount: 3,
-            tcpUserTimeout: 20,
-            connectTimeout: 10,
-            statementTimeout: 15,
-            idleInTransactionSessionTimeout: 60,
-            queryTimeout: 20)
+            tcpUserTimeout: .seconds(20),
+            connectTimeout: .seconds(10),
+            statementTimeout: .seconds(15),
+            idleInTransactionSessionTimeout: .seconds(60),
+            queryTimeout: .seconds(20))
 
         /// libpq keyword/value pairs that go before the URL, so the URL can override them.
         var libpqDefaults: [(String, String)] {
@@ -342,14 +342,22 @@ extension PostgresConnection {
         }
 
         /// At least 1: libpq reads 0 as "no limit" or "the kernel's default"; at most `Int32.max`.
-        private static func wholeSeconds(_ seconds: Double) -> String { clamped(seconds) }
+        private static func wholeSeconds(_ duration: Duration) -> String { clamped(duration.seconds) }
 
         /// At least 1 ms, for the same reason.
-        private static func milliseconds(_ seconds: Double) -> String { clamped(seconds * 1000) }
+        private static func milliseconds(_ duration: Duration) -> String { clamped(duration.seconds * 1000) }
 
         private static func clamped(_ units: Double) -> String {
             guard units.isFinite else { return units > 0 ? String(Int32.max) : "1" }
             return String(Int(min(max(units.rounded(.up), 1), Double(Int32.max))))
         }
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, for libpq's parameters and the socket waits.
+    var seconds: Double {
+        let parts = components
+        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }
 }

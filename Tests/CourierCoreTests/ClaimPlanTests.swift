@@ -116,9 +116,9 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
         XCTAssertLessThanOrEqual(mostRows(plan: all), 300, "claiming 100 jobs handled \(mostRows(plan: all)) rows")
 
         let store = JobStore(connection: connection, workerID: "w")
-        let live = try store.claim(queues: ["live"], limit: 10, leaseMilliseconds: 60_000)
+        let live = try store.claim(queues: ["live"], limit: 10, lease: .seconds(60))
         XCTAssertEqual(live.map(\.queue), Array(repeating: "live", count: 5))
-        let any = try store.claim(queues: nil, limit: 10, leaseMilliseconds: 60_000)
+        let any = try store.claim(queues: nil, limit: 10, lease: .seconds(60))
         XCTAssertEqual(any.map(\.queue), Array(repeating: "other", count: 10), "the paused queue's jobs stay")
         XCTAssertEqual(any.map(\.id), any.map(\.id).sorted(), "in claim order")
     }
@@ -126,7 +126,7 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
     func testTheClaimStillTakesEveryHostsJobsInOrder() throws {
         try staleStatistics()
         let store = JobStore(connection: connection, workerID: "w")
-        let claimed = try store.claim(queues: ["live"], limit: 10, leaseMilliseconds: 60_000)
+        let claimed = try store.claim(queues: ["live"], limit: 10, lease: .seconds(60))
         XCTAssertEqual(claimed.count, 10)
         XCTAssertEqual(claimed.filter { $0.host == "quiet.example" }.count, 3)
         let busy = claimed.filter { $0.host == "busy.example" }.map(\.id)

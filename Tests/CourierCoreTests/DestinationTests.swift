@@ -73,21 +73,21 @@ final class DestinationTests: XCTestCase {
         try enqueue(10, host: "a")
         let first = JobStore(connection: connection, workerID: "w1")
         let second = JobStore(connection: other, workerID: "w2")
-        let claimedByFirst = try first.claimBatch(queues: [queue], limit: 10, leaseMilliseconds: 60_000, perHostLimit: 3)
+        let claimedByFirst = try first.claimBatch(queues: [queue], limit: 10, lease: .seconds(60), perHostLimit: 3)
         XCTAssertEqual(claimedByFirst.jobs.count, 3)
         XCTAssertTrue(claimedByFirst.heldBack, "the host is now at its cap")
-        let claimedBySecond = try second.claimBatch(queues: [queue], limit: 10, leaseMilliseconds: 60_000, perHostLimit: 3)
+        let claimedBySecond = try second.claimBatch(queues: [queue], limit: 10, lease: .seconds(60), perHostLimit: 3)
         XCTAssertEqual(claimedBySecond.jobs.count, 0, "another worker may not pass the cap")
         XCTAssertTrue(claimedBySecond.heldBack)
         XCTAssertEqual(try running("a"), 3)
         try record(first, [claimedByFirst.jobs[0]], .delivered(status: 200))
         XCTAssertEqual(try running("a"), 2)
         XCTAssertEqual(
-            try second.claimBatch(queues: [queue], limit: 10, leaseMilliseconds: 60_000, perHostLimit: 3).jobs.count, 1)
+            try second.claimBatch(queues: [queue], limit: 10, lease: .seconds(60), perHostLimit: 3).jobs.count, 1)
         // A host's own cap wins over the workers' default.
         try connection.query("UPDATE courier.destinations SET max_in_flight = 5 WHERE host = $1", [host("a")])
         XCTAssertEqual(
-            try second.claimBatch(queues: [queue], limit: 10, leaseMilliseconds: 60_000, perHostLimit: 3).jobs.count, 2)
+            try second.claimBatch(queues: [queue], limit: 10, lease: .seconds(60), perHostLimit: 3).jobs.count, 2)
     }
 
     func testConcurrentClaimersNeverPassTheCap() throws {
@@ -106,7 +106,7 @@ final class DestinationTests: XCTestCase {
                     defer { connection.close() }
                     let store = JobStore(connection: connection, workerID: "c\(index)")
                     for _ in 0..<20 {
-                        let jobs = try store.claim(queues: [queue], limit: 5, leaseMilliseconds: 60_000, perHostLimit: 7)
+                        let jobs = try store.claim(queues: [queue], limit: 5, lease: .seconds(60), perHostLimit: 7)
                         claimedTotal.append("\(jobs.count)")
                     }
                 } catch {
@@ -128,7 +128,7 @@ final class DestinationTests: XCTestCase {
         try enqueue(500, host: "backlog")
         let lone = try enqueue(1, host: "lone")[0]
         let store = JobStore(connection: connection, workerID: "w1")
-        let claimed = try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000, perHostLimit: 100)
+        let claimed = try store.claim(queues: [queue], limit: 10, lease: .seconds(60), perHostLimit: 100)
         XCTAssertEqual(claimed.count, 10)
         XCTAssertTrue(claimed.contains { $0.id == lone }, "the other host's job is in the first claim")
     }
@@ -142,7 +142,7 @@ final class DestinationTests: XCTestCase {
         let store = JobStore(connection: connection, workerID: "w1")
         var started: [Int64] = []
         while true {
-            let jobs = try store.claim(queues: [queue], limit: 4, leaseMilliseconds: 60_000, perHostLimit: 100)
+            let jobs = try store.claim(queues: [queue], limit: 4, lease: .seconds(60), perHostLimit: 100)
             if jobs.isEmpty { break }
             started += jobs.map(\.id)
         }
@@ -153,20 +153,20 @@ final class DestinationTests: XCTestCase {
         try enqueue(12, host: "paths", maxAttempts: 1)
         let store = JobStore(connection: connection, workerID: "w1")
         func claim() throws -> [ClaimedJob] {
-            try store.claim(queues: [queue], limit: 12, leaseMilliseconds: 60_000, perHostLimit: 6)
+            try store.claim(queues: [queue], limit: 12, lease: .seconds(60), perHostLimit: 6)
         }
         let jobs = try claim()
         XCTAssertEqual(jobs.count, 6)
         XCTAssertEqual(try claim().count, 0, "at the cap")
         // A give-back, an outcome, a rescue, an operator's cancel, a DELETE, a hand-written
         // UPDATE: each frees exactly one slot.
-        try store.release([(jobs[0].id, jobs[0].attempt)], delayMilliseconds: 60_000)
+        try store.release([(jobs[0].id, jobs[0].attempt)], delay: .seconds(60))
         XCTAssertEqual(try claim().count, 1)
         try record(store, [jobs[1]], .response(status: 500, error: "HTTP 500"))
         XCTAssertEqual(try claim().count, 1)
         try connection.query(
             "UPDATE courier.jobs SET locked_until = now() - interval '1 second' WHERE id = $1", [jobs[2].id])
-        _ = try store.maintain(retentionSeconds: 86_400, leaseMilliseconds: 1)
+        _ = try store.maintain(keepingSucceeded: .seconds(86_400), lease: .milliseconds(1))
         XCTAssertEqual(try claim().count, 1)
         try connection.query(
             """
@@ -185,12 +185,12 @@ final class DestinationTests: XCTestCase {
         let admin = DestinationStore(connection: connection)
         try admin.disable(host("off"), reason: "maintenance")
         let store = JobStore(connection: connection, workerID: "w1")
-        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000).count, 0)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, lease: .seconds(60)).count, 0)
         let listed = try XCTUnwrap(try admin.list(host: host("off"), limit: 5, defaultMaxInFlight: 100).first)
         XCTAssertEqual(listed.due, 3, "parked jobs stay due and visible")
         XCTAssertEqual(listed.disabledReason, "maintenance")
         XCTAssertTrue(try admin.enable(host("off")))
-        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000).count, 3)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, lease: .seconds(60)).count, 3)
         XCTAssertFalse(try admin.enable(host("never-seen")))
     }
 
@@ -203,7 +203,7 @@ final class DestinationTests: XCTestCase {
             return change
         }())
         let store = JobStore(connection: connection, workerID: "w1")
-        let first = try store.claim(queues: [queue], limit: 3, leaseMilliseconds: 60_000)
+        let first = try store.claim(queues: [queue], limit: 3, lease: .seconds(60))
         XCTAssertEqual(first.count, 3)
         try record(store, first, .response(status: 502, error: "HTTP 502"))
         let state = try connection.query(
@@ -213,18 +213,18 @@ final class DestinationTests: XCTestCase {
         XCTAssertEqual(try state.decode(1, as: Bool.self), true)
         XCTAssertEqual(try state.decode(2, as: Bool.self), true)
         // Open: nothing is claimed, and the waiting jobs spend no attempt.
-        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000).count, 0)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, lease: .seconds(60)).count, 0)
         // The cool-down is over: exactly one probe goes, even with room for more.
         try connection.query("UPDATE courier.destinations SET probe_at = now() WHERE host = $1", [host("flaky")])
-        let probe = try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000)
+        let probe = try store.claim(queues: [queue], limit: 10, lease: .seconds(60))
         XCTAssertEqual(probe.count, 1)
-        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000).count, 0)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, lease: .seconds(60)).count, 0)
         try record(store, probe, .delivered(status: 200))
         XCTAssertEqual(
             try connection.query(
                 "SELECT failure_streak, opened_at IS NULL FROM courier.destinations WHERE host = $1", [host("flaky")]
             )[0].decode(1, as: Bool.self), true)
-        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000).count, 6)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, lease: .seconds(60)).count, 6)
         XCTAssertEqual(
             try connection.query(
                 "SELECT count(*) FROM courier.jobs WHERE queue = $1 AND attempt = 0", [queue])[0].decode(0, as: Int.self),
@@ -237,16 +237,16 @@ final class DestinationTests: XCTestCase {
         change.rateLimit = .some(5)
         try DestinationStore(connection: connection).update(host("slow"), change)
         let store = JobStore(connection: connection, workerID: "w1")
-        XCTAssertEqual(try store.claim(queues: [queue], limit: 20, leaseMilliseconds: 60_000).count, 5)
-        XCTAssertEqual(try store.claim(queues: [queue], limit: 20, leaseMilliseconds: 60_000).count, 0)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 20, lease: .seconds(60)).count, 5)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 20, lease: .seconds(60)).count, 0)
         Thread.sleep(forTimeInterval: 0.45)
-        XCTAssertEqual(try store.claim(queues: [queue], limit: 20, leaseMilliseconds: 60_000).count, 2)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 20, lease: .seconds(60)).count, 2)
     }
 
     func testTooManyRequestsPostponesWithoutSpendingAnAttempt() throws {
         let id = try enqueue(1, host: "busy429", maxAttempts: 1)[0]
         let store = JobStore(connection: connection, workerID: "w1")
-        let jobs = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 60_000)
+        let jobs = try store.claim(queues: [queue], limit: 1, lease: .seconds(60))
         try record(store, jobs, .response(status: 429, error: "HTTP 429", retryAfter: .seconds(30)))
         let row = try connection.query(
             """
@@ -270,7 +270,7 @@ final class DestinationTests: XCTestCase {
         change.disableOnGone = false
         try DestinationStore(connection: connection).update(host("shared"), change)
         let store = JobStore(connection: connection, workerID: "w1")
-        let jobs = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 60_000)
+        let jobs = try store.claim(queues: [queue], limit: 1, lease: .seconds(60))
         XCTAssertEqual(jobs.first?.parkOnGone, false)
         try record(store, jobs, .response(status: 410, error: "HTTP 410 Gone"))
         XCTAssertEqual(
@@ -279,13 +279,13 @@ final class DestinationTests: XCTestCase {
         XCTAssertEqual(
             try connection.query("SELECT disabled_at IS NULL FROM courier.destinations WHERE host = $1", [host("shared")])[0]
                 .decode(0, as: Bool.self), true)
-        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000).map(\.id), [ids[1]])
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, lease: .seconds(60)).map(\.id), [ids[1]])
     }
 
     func testGoneDisablesTheHostAndParksItsJobs() throws {
         let ids = try enqueue(3, host: "gone")
         let store = JobStore(connection: connection, workerID: "w1")
-        let jobs = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 60_000)
+        let jobs = try store.claim(queues: [queue], limit: 1, lease: .seconds(60))
         try record(store, jobs, .response(status: 410, error: "HTTP 410 Gone"))
         let destination = try connection.query(
             "SELECT disabled_at IS NOT NULL, disabled_reason FROM courier.destinations WHERE host = $1", [host("gone")])[0]
@@ -295,9 +295,9 @@ final class DestinationTests: XCTestCase {
             "SELECT state::text, attempt FROM courier.jobs WHERE id = ANY ($1) ORDER BY id", [PostgresArray(ids)]
         ).rows.map { "\(try $0.decode(0, as: String.self)):\(try $0.decode(1, as: Int.self))" }
         XCTAssertEqual(states, ["pending:0", "pending:0", "pending:0"], "parked, nothing dropped, no attempt spent")
-        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000).count, 0)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, lease: .seconds(60)).count, 0)
         XCTAssertTrue(try DestinationStore(connection: connection).enable(host("gone")))
-        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 60_000).count, 3)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, lease: .seconds(60)).count, 3)
     }
 }
 

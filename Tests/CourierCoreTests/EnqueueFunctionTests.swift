@@ -156,9 +156,9 @@ final class EnqueueFunctionTests: XCTestCase {
             """
             INSERT INTO courier.jobs (queue, url) SELECT 'bulk', 'https://a.example/' || g FROM generate_series(1, 500) g
             """)
-        let notes = try listener.waitForNotifications(timeout: 5)
+        let notes = try listener.waitForNotifications(timeout: .seconds(5))
         XCTAssertEqual(notes.map(\.payload), ["bulk"])
-        XCTAssertEqual(try listener.waitForNotifications(timeout: 0.2).count, 0)
+        XCTAssertEqual(try listener.waitForNotifications(timeout: .milliseconds(200)).count, 0)
     }
 
     func testQueueStatsViewCountsPerQueueAndState() throws {

@@ -361,11 +361,11 @@ final class HostileInputValidationTests: XCTestCase {
             ALTER TABLE courier.jobs ENABLE TRIGGER jobs_check_inserted;
             """)
         let store = JobStore(connection: owner, workerID: "w1")
-        let claimed = try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 30_000)
+        let claimed = try store.claim(queues: [queue], limit: 10, lease: .seconds(30))
         XCTAssertEqual(claimed.count, 1)
-        XCTAssertEqual(try store.heartbeat(claimed.map(\.id), leaseMilliseconds: 30_000), Set(claimed.map(\.id)))
-        XCTAssertEqual(try store.release(claimed.map { ($0.id, $0.attempt) }, delayMilliseconds: 0), 1)
-        let again = try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 30_000)
+        XCTAssertEqual(try store.heartbeat(claimed.map(\.id), lease: .seconds(30)), Set(claimed.map(\.id)))
+        XCTAssertEqual(try store.release(claimed.map { ($0.id, $0.attempt) }, delay: .zero), 1)
+        let again = try store.claim(queues: [queue], limit: 10, lease: .seconds(30))
         let now = Date()
         XCTAssertEqual(
             try store.complete([

@@ -47,9 +47,9 @@ final class QueueStatsCountsTests: OwnDatabaseTestCase {
         _ = try enqueue(3, queue: "b")
         try assertCountsExact("enqueue")
         let store = JobStore(connection: connection, workerID: "w")
-        let claimed = try store.claim(queues: ["a"], limit: 4, leaseMilliseconds: 30_000)
+        let claimed = try store.claim(queues: ["a"], limit: 4, lease: .seconds(30))
         try assertCountsExact("claim")
-        XCTAssertEqual(try store.heartbeat(claimed.map(\.id), leaseMilliseconds: 30_000).count, 4)
+        XCTAssertEqual(try store.heartbeat(claimed.map(\.id), lease: .seconds(30)).count, 4)
         let now = Date()
         let results: [(JobTransition, Delivery)] = [
             (.succeed, .delivered(status: 200)), (.succeed, .delivered(status: 200)),

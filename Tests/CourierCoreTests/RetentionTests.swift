@@ -66,7 +66,7 @@ final class RetentionTests: OwnDatabaseTestCase {
         XCTAssertEqual(try remaining("a", "cancelled"), 2)
         XCTAssertEqual(try remaining("a", "dead"), 2)
         // The worker's --retention moves only the succeeded default.
-        let again = try XCTUnwrap(try store.maintain(retentionSeconds: 5 * day))
+        let again = try XCTUnwrap(try store.maintain(keepingSucceeded: .seconds(5) * day))
         XCTAssertEqual(again.deleted, 2)
         XCTAssertEqual(try remaining("a", "succeeded"), 0)
         XCTAssertEqual(try remaining("a", "cancelled"), 2)
@@ -141,7 +141,7 @@ final class RetentionTests: OwnDatabaseTestCase {
             "UPDATE courier.jobs SET state = 'pending', attempt = 0, finished_at = NULL WHERE id = $1", [requeued[0]])
         try insert(5, queue: "q", state: "succeeded", age: 1)
         let report = try XCTUnwrap(
-            try JobStore(connection: connection, workerID: "w").maintain(retention: RetentionDefaults(succeeded: 0, cancelled: 0, dead: 0)))
+            try JobStore(connection: connection, workerID: "w").maintain(retention: RetentionDefaults(succeeded: .zero, cancelled: .zero, dead: .zero)))
         XCTAssertEqual(report.deleted, 5)
         let live = pending + running + retrying + requeued
         XCTAssertEqual(try count("SELECT count(*) FROM courier.jobs WHERE id = ANY ($1::bigint[])", [PostgresArray(live)]), 10)
@@ -165,24 +165,24 @@ final class RetentionTests: OwnDatabaseTestCase {
 
     func testAPassStopsOnItsBudgetAndTheNextCatchesUp() throws {
         try insert(35, queue: "q", state: "succeeded", age: 8 * day, attempts: false)
-        var now = 0.0
+        var now = Duration.zero
         // Each reading of the clock advances it 0.6 s: the second batch ends past the 1 s budget.
-        let clock = { () -> Double in
-            now += 0.6
+        let clock = { () -> Duration in
+            now += .milliseconds(600)
             return now
         }
         let store = JobStore(connection: connection, workerID: "w")
-        let budget = RetentionBudget(batchSize: 10, seconds: 1)
+        let budget = RetentionBudget(batchSize: 10, time: .seconds(1))
         let first = try XCTUnwrap(try store.maintain(retention: RetentionDefaults(), budget: budget, clock: clock))
         XCTAssertEqual(first.deleted, 20)
         XCTAssertEqual(first.deleteBatches, 2)
         XCTAssertFalse(first.caughtUp)
-        XCTAssertEqual(budget.nextPass(after: first, interval: 5), 0.1)
+        XCTAssertEqual(budget.nextPass(after: first, interval: .seconds(5)), .milliseconds(100))
         let second = try XCTUnwrap(try store.maintain(retention: RetentionDefaults(), budget: RetentionBudget(batchSize: 10)))
         XCTAssertEqual(second.deleted, 15)
         XCTAssertEqual(second.deleteBatches, 2)
         XCTAssertTrue(second.caughtUp)
-        XCTAssertEqual(budget.nextPass(after: second, interval: 5), 5)
+        XCTAssertEqual(budget.nextPass(after: second, interval: .seconds(5)), .seconds(5))
         XCTAssertEqual(try count("SELECT count(*) FROM courier.jobs"), 0)
     }
 
@@ -249,18 +249,19 @@ final class RetentionTests: OwnDatabaseTestCase {
     }
 
     func testBudgetDecisions() {
-        let budget = RetentionBudget(batchSize: 100, seconds: 1, pauseWhenBehind: 0.1)
-        XCTAssertTrue(budget.continues(afterDeleting: 100, elapsed: 0.5))
-        XCTAssertFalse(budget.continues(afterDeleting: 99, elapsed: 0.5))
-        XCTAssertFalse(budget.continues(afterDeleting: 100, elapsed: 1))
-        XCTAssertFalse(budget.continues(afterDeleting: 0, elapsed: 0))
+        let budget = RetentionBudget(batchSize: 100, time: .seconds(1), pauseWhenBehind: .milliseconds(100))
+        XCTAssertTrue(budget.continues(afterDeleting: 100, elapsed: .milliseconds(500)))
+        XCTAssertFalse(budget.continues(afterDeleting: 99, elapsed: .milliseconds(500)))
+        XCTAssertFalse(budget.continues(afterDeleting: 100, elapsed: .seconds(1)))
+        XCTAssertFalse(budget.continues(afterDeleting: 0, elapsed: .zero))
         var behind = MaintenanceReport()
         behind.caughtUp = false
-        XCTAssertEqual(budget.nextPass(after: behind, interval: 5), 0.1)
-        XCTAssertEqual(budget.nextPass(after: behind, interval: 0.05), 0.05)
-        XCTAssertEqual(budget.nextPass(after: MaintenanceReport(), interval: 5), 5)
-        XCTAssertEqual(budget.nextPass(after: nil, interval: 5), 5)
-        XCTAssertEqual(RetentionBudget(batchSize: 0, seconds: -1).batchSize, 1)
-        XCTAssertEqual(RetentionDefaults(succeeded: -5).succeeded, 0)
+        XCTAssertEqual(budget.nextPass(after: behind, interval: .seconds(5)), .milliseconds(100))
+        XCTAssertEqual(budget.nextPass(after: behind, interval: .milliseconds(50)), .milliseconds(50))
+        XCTAssertEqual(budget.nextPass(after: MaintenanceReport(), interval: .seconds(5)), .seconds(5))
+        XCTAssertEqual(budget.nextPass(after: nil, interval: .seconds(5)), .seconds(5))
+        XCTAssertEqual(RetentionBudget(batchSize: 0, time: .seconds(-1)).batchSize, 1)
+        XCTAssertEqual(RetentionBudget(batchSize: 0, time: .seconds(-1)).time, .zero)
+        XCTAssertEqual(RetentionDefaults(succeeded: .seconds(-5)).succeeded, .zero)
     }
 }

@@ -81,7 +81,7 @@ final class RolesTests: XCTestCase {
         // The NOTIFY trigger still runs when the producer inserts through the SECURITY DEFINER function.
         var payloads: [String] = []
         for _ in 0..<10 where payloads.count < 2 {
-            payloads += try listener.waitForNotifications(timeout: 1).map(\.payload)
+            payloads += try listener.waitForNotifications(timeout: .seconds(1)).map(\.payload)
         }
         XCTAssertEqual(payloads.sorted(), ["default", "signed"])
         // Validation applies to producers as to everyone.
@@ -173,15 +173,15 @@ final class RolesTests: XCTestCase {
         XCTAssertEqual(try Migrator().status(worker), .current(version: Migrator().expectedVersion))
 
         let store = JobStore(connection: worker, workerID: "w-role")
-        let claimed = try store.claim(queues: [queue], limit: 4, leaseMilliseconds: 30_000)
+        let claimed = try store.claim(queues: [queue], limit: 4, lease: .seconds(30))
         XCTAssertEqual(claimed.count, 4)
         XCTAssertEqual(claimed.first?.signingSecret, "whsec_AAAA")
         XCTAssertEqual(
             claimed.first?.oauth,
             OAuth2ClientCredentials(tokenURL: "https://id.example/token", clientID: "cid", clientSecret: "csecret", scope: "hooks"))
         XCTAssertFalse("\(claimed[0])".contains("csecret"), "a claimed job prints without its OAuth secret")
-        XCTAssertEqual(try store.heartbeat(claimed.map(\.id), leaseMilliseconds: 30_000).count, 4)
-        XCTAssertEqual(try store.release([(claimed[3].id, claimed[3].attempt)], delayMilliseconds: 0), 1)
+        XCTAssertEqual(try store.heartbeat(claimed.map(\.id), lease: .seconds(30)).count, 4)
+        XCTAssertEqual(try store.release([(claimed[3].id, claimed[3].attempt)], delay: .zero), 1)
         let now = Date()
         let results: [Delivery] = [
             .delivered(status: 200), .response(status: 503, error: "HTTP 503"),
@@ -196,12 +196,12 @@ final class RolesTests: XCTestCase {
         }
         XCTAssertEqual(try store.complete(records).count, 3)
         // Rescue of an expired lease and retention of old successes, as the maintenance pass runs them.
-        let again = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 30_000)
+        let again = try store.claim(queues: [queue], limit: 1, lease: .seconds(30))
         XCTAssertEqual(again.count, 1)
         try owner.query("UPDATE courier.jobs SET locked_until = now() - interval '1 second' WHERE id = $1",
             [again[0].id])
         try owner.query("UPDATE courier.jobs SET finished_at = now() - interval '30 days' WHERE state = 'succeeded'")
-        let report = try XCTUnwrap(try store.maintain(retentionSeconds: 86_400, leaseMilliseconds: 1))
+        let report = try XCTUnwrap(try store.maintain(keepingSucceeded: .seconds(86_400), lease: .milliseconds(1)))
         XCTAssertEqual(report.rescuedToRetrying + report.rescuedToDead, 1)
         XCTAssertEqual(report.deletedSucceeded, 1)
         XCTAssertEqual(try store.queueDepth(queues: [queue]).map(\.queue), [queue])

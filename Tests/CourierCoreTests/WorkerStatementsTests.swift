@@ -45,7 +45,7 @@ final class WorkerStatementsTests: XCTestCase {
         let low = try enqueue(2, priority: 5)
         let high = try enqueue(1, priority: -1)
         let store = JobStore(connection: connection, workerID: "w1")
-        let claimed = try store.claim(queues: [queue], limit: 2, leaseMilliseconds: 30_000)
+        let claimed = try store.claim(queues: [queue], limit: 2, lease: .seconds(30))
         XCTAssertEqual(claimed.map(\.id), [high[0], low[0]])
         XCTAssertEqual(claimed.map(\.attempt), [1, 1])
         XCTAssertEqual(claimed[0].schedule, .standardWebhooks)
@@ -56,26 +56,26 @@ final class WorkerStatementsTests: XCTestCase {
         XCTAssertEqual(try row.decode(0, as: String.self), "running")
         XCTAssertEqual(try row.decode(1, as: String.self), "w1")
         XCTAssertEqual(try row.decode(2, as: Bool.self), true)
-        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 30_000).map(\.id), [low[1]])
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, lease: .seconds(30)).map(\.id), [low[1]])
     }
 
     func testClaimSkipsPausedQueuesAndFutureJobs() throws {
         _ = try enqueue(1)
         try connection.query("INSERT INTO courier.queues (name, paused) VALUES ($1, true)", [queue])
         let store = JobStore(connection: connection, workerID: "w1")
-        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 1000).count, 0)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, lease: .seconds(1)).count, 0)
         try connection.query("UPDATE courier.queues SET paused = false, retry_schedule = '{1s,2s}' WHERE name = $1", [queue])
         try connection.query("UPDATE courier.jobs SET run_at = now() + interval '1 hour' WHERE queue = $1", [queue])
-        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 1000).count, 0)
+        XCTAssertEqual(try store.claim(queues: [queue], limit: 10, lease: .seconds(1)).count, 0)
         try connection.query("UPDATE courier.jobs SET run_at = now() WHERE queue = $1", [queue])
-        let claimed = try store.claim(queues: [queue], limit: 10, leaseMilliseconds: 1000)
+        let claimed = try store.claim(queues: [queue], limit: 10, lease: .seconds(1))
         XCTAssertEqual(claimed.first?.schedule.delays, [.seconds(1), .seconds(2)])
     }
 
     func testCompleteRecordsOutcomesAndAttemptRowsInOneBatch() throws {
         let ids = try enqueue(3)
         let store = JobStore(connection: connection, workerID: "w1")
-        let claimed = try store.claim(queues: [queue], limit: 3, leaseMilliseconds: 30_000)
+        let claimed = try store.claim(queues: [queue], limit: 3, lease: .seconds(30))
         let now = Date()
         let results: [Delivery] = [
             .delivered(status: 200), .response(status: 503, error: "HTTP 503"),
@@ -108,14 +108,14 @@ final class WorkerStatementsTests: XCTestCase {
     func testLateOutcomeAfterRescueChangesNothing() throws {
         let ids = try enqueue(1)
         let store = JobStore(connection: connection, workerID: "slow-worker")
-        let claimed = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 30_000)
+        let claimed = try store.claim(queues: [queue], limit: 1, lease: .seconds(30))
         try connection.query("UPDATE courier.jobs SET locked_until = now() - interval '1 second' WHERE id = $1", [ids[0]])
-        let report = try XCTUnwrap(try store.maintain(retentionSeconds: 7 * 86_400, leaseMilliseconds: 1))
+        let report = try XCTUnwrap(try store.maintain(keepingSucceeded: .seconds(7) * 86_400, lease: .milliseconds(1)))
         XCTAssertGreaterThanOrEqual(report.rescuedToRetrying, 1)
         XCTAssertEqual(try state(ids[0]), "retrying")
         // Another worker claims it (attempt 2) and succeeds.
         let other = JobStore(connection: connection, workerID: "fast-worker")
-        let again = try other.claim(queues: [queue], limit: 1, leaseMilliseconds: 30_000)
+        let again = try other.claim(queues: [queue], limit: 1, lease: .seconds(30))
         XCTAssertEqual(again.first?.attempt, 2)
         let now = Date()
         try other.complete([
@@ -134,9 +134,9 @@ final class WorkerStatementsTests: XCTestCase {
     func testHeartbeatExtendsOnlyLeasesStillHeld() throws {
         let ids = try enqueue(2)
         let store = JobStore(connection: connection, workerID: "w1")
-        _ = try store.claim(queues: [queue], limit: 2, leaseMilliseconds: 1000)
+        _ = try store.claim(queues: [queue], limit: 2, lease: .seconds(1))
         try connection.query("UPDATE courier.jobs SET locked_by = 'someone-else' WHERE id = $1", [ids[1]])
-        XCTAssertEqual(try store.heartbeat(ids, leaseMilliseconds: 60_000), [ids[0]])
+        XCTAssertEqual(try store.heartbeat(ids, lease: .seconds(60)), [ids[0]])
         XCTAssertEqual(
             try connection.query("SELECT locked_until > now() + interval '50 seconds' FROM courier.jobs WHERE id = $1", [ids[0]])[0]
                 .decode(0, as: Bool.self), true)
@@ -161,8 +161,8 @@ final class WorkerStatementsTests: XCTestCase {
     func testReleaseUncountsTheAttempt() throws {
         let ids = try enqueue(1)
         let store = JobStore(connection: connection, workerID: "w1")
-        let claimed = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 1000)
-        XCTAssertEqual(try store.release(claimed.map { ($0.id, $0.attempt) }, delayMilliseconds: 0), 1)
+        let claimed = try store.claim(queues: [queue], limit: 1, lease: .seconds(1))
+        XCTAssertEqual(try store.release(claimed.map { ($0.id, $0.attempt) }, delay: .zero), 1)
         let row = try connection.query("SELECT state::text, attempt, locked_by FROM courier.jobs WHERE id = $1", [ids[0]])[0]
         XCTAssertEqual(try row.decode(0, as: String.self), "pending")
         XCTAssertEqual(try row.decode(1, as: Int.self), 0)
@@ -172,9 +172,9 @@ final class WorkerStatementsTests: XCTestCase {
     func testRescueOfExhaustedJobGoesDead() throws {
         let ids = try enqueue(1, maxAttempts: 1)
         let store = JobStore(connection: connection, workerID: "w1")
-        _ = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 1000)
+        _ = try store.claim(queues: [queue], limit: 1, lease: .seconds(1))
         try connection.query("UPDATE courier.jobs SET locked_until = now() - interval '1 second' WHERE id = $1", [ids[0]])
-        _ = try store.maintain(retentionSeconds: 86_400, leaseMilliseconds: 1)
+        _ = try store.maintain(keepingSucceeded: .seconds(86_400), lease: .milliseconds(1))
         let row = try connection.query("SELECT state::text, last_error FROM courier.jobs WHERE id = $1", [ids[0]])[0]
         XCTAssertEqual(try row.decode(0, as: String.self), "dead")
         XCTAssertTrue(try row.decode(1, as: String.self).contains("lease expired"))
@@ -183,13 +183,13 @@ final class WorkerStatementsTests: XCTestCase {
     func testRetentionDeletesOldSucceededJobsWithTheirAttempts() throws {
         let ids = try enqueue(1)
         let store = JobStore(connection: connection, workerID: "w1")
-        let claimed = try store.claim(queues: [queue], limit: 1, leaseMilliseconds: 1000)
+        let claimed = try store.claim(queues: [queue], limit: 1, lease: .seconds(1))
         try store.complete([
             AttemptRecord(jobID: ids[0], attempt: claimed[0].attempt, transition: .succeed, delivery: .delivered(status: 200),
                           startedAt: Date(), finishedAt: Date())
         ])
         try connection.query("UPDATE courier.jobs SET finished_at = now() - interval '8 days' WHERE id = $1", [ids[0]])
-        let report = try XCTUnwrap(try store.maintain(retentionSeconds: 7 * 86_400, leaseMilliseconds: 1))
+        let report = try XCTUnwrap(try store.maintain(keepingSucceeded: .seconds(7) * 86_400, lease: .milliseconds(1)))
         XCTAssertGreaterThanOrEqual(report.deletedSucceeded, 1)
         XCTAssertEqual(try connection.query("SELECT count(*) FROM courier.attempts WHERE job_id = $1", [ids[0]])[0].decode(0, as: Int.self), 0)
     }

@@ -55,7 +55,7 @@ final class DeliveryOutcomeTests: XCTestCase {
         self.deliverer = deliverer
         let pool = WorkerPool(
             databaseURL: url,
-            configuration: WorkerConfiguration(workerID: "test-\(queue!)", queues: [queue], concurrency: 16, pollInterval: 0.1),
+            configuration: WorkerConfiguration(workerID: "test-\(queue!)", queues: [queue], concurrency: 16, pollInterval: .milliseconds(100)),
             deliverer: deliverer, logger: logger)
         try pool.start()
         self.pool = pool

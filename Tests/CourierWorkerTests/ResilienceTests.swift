@@ -34,7 +34,7 @@ final class ResilienceTests: WorkerTestCase {
         return sink
     }
 
-    private func startPool(id: String, concurrency: Int = 16, perHostLimit: Int = 32, lease: Double = 60) throws {
+    private func startPool(id: String, concurrency: Int = 16, perHostLimit: Int = 32, lease: Duration = .seconds(60)) throws {
         var http = HTTPDelivererConfiguration()
         http.allowPrivateTargets = true
         var logger = Logger(label: "test.worker")
@@ -43,9 +43,9 @@ final class ResilienceTests: WorkerTestCase {
         let pool = WorkerPool(
             databaseURL: url,
             configuration: WorkerConfiguration(
-                workerID: id, queues: [queue], concurrency: concurrency, batchSize: 10, pollInterval: 0.1,
+                workerID: id, queues: [queue], concurrency: concurrency, batchSize: 10, pollInterval: .milliseconds(100),
                 leaseDuration: lease, heartbeatInterval: lease / 4, perHostLimit: perHostLimit,
-                capDeferral: 0.05, maintenanceInterval: 0.5),
+                capDeferral: .milliseconds(50), maintenanceInterval: .milliseconds(500)),
             deliverer: deliverer, logger: logger)
         try pool.start()
         deliverers.append(deliverer)
@@ -80,7 +80,7 @@ final class ResilienceTests: WorkerTestCase {
         kill(process.processIdentifier, SIGKILL)
         waitForExit(process)
         XCTAssertGreaterThan(try probe.states(queue: queue)["running", default: 0], 0)
-        try startPool(id: "rescuer", lease: 2)
+        try startPool(id: "rescuer", lease: .seconds(2))
         XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 30))
         XCTAssertEqual(try probe.states(queue: queue), ["succeeded": ids.count])
     }

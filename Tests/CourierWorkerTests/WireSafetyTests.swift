@@ -317,7 +317,7 @@ final class HandWrittenRowWireTests: XCTestCase {
         let pool = WorkerPool(
             databaseURL: url,
             configuration: WorkerConfiguration(
-                workerID: "wire-\(queue!)", queues: [queue], concurrency: 8, pollInterval: 0.1),
+                workerID: "wire-\(queue!)", queues: [queue], concurrency: 8, pollInterval: .milliseconds(100)),
             deliverer: deliverer, logger: logger)
         try pool.start()
         self.pool = pool

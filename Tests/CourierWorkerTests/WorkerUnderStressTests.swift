@@ -37,7 +37,7 @@ final class WorkerUnderStressTests: WorkerTestCase {
     }
 
     private func startPool(
-        id: String, concurrency: Int = 16, lease: Double = 60, grace: Double = 5, databaseURL: String? = nil
+        id: String, concurrency: Int = 16, lease: Duration = .seconds(60), grace: Duration = .seconds(5), databaseURL: String? = nil
     ) throws -> WorkerPool {
         var http = HTTPDelivererConfiguration()
         http.allowPrivateTargets = true
@@ -45,10 +45,10 @@ final class WorkerUnderStressTests: WorkerTestCase {
         logger.logLevel = .critical
         let deliverer = HTTPDeliverer(configuration: http, logger: logger)
         var configuration = WorkerConfiguration(
-            workerID: id, queues: [queue], concurrency: concurrency, batchSize: 10, pollInterval: 0.1,
-            leaseDuration: lease, heartbeatInterval: lease / 4, perHostLimit: concurrency, capDeferral: 0.05,
-            maintenanceInterval: 0.5, gracePeriod: grace)
-        configuration.shutdownGiveUp = 2
+            workerID: id, queues: [queue], concurrency: concurrency, batchSize: 10, pollInterval: .milliseconds(100),
+            leaseDuration: lease, heartbeatInterval: lease / 4, perHostLimit: concurrency, capDeferral: .milliseconds(50),
+            maintenanceInterval: .milliseconds(500), gracePeriod: grace)
+        configuration.shutdownGiveUp = .seconds(2)
         let pool = WorkerPool(
             databaseURL: databaseURL ?? url, configuration: configuration, deliverer: deliverer, logger: logger)
         try pool.start()
@@ -135,8 +135,8 @@ final class WorkerUnderStressTests: WorkerTestCase {
         }
         let sink = try await startSink(delay: { 2 })
         let ids = try (0..<60).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue, maxAttempts: 5) }
-        _ = try startPool(id: "outage-a", concurrency: 10, lease: 60)
-        _ = try startPool(id: "outage-b", concurrency: 10, lease: 60)
+        _ = try startPool(id: "outage-a", concurrency: 10, lease: .seconds(60))
+        _ = try startPool(id: "outage-b", concurrency: 10, lease: .seconds(60))
         try await waitForRequests(10)
         probe.close()
         XCTAssertEqual(runShellCommand("\(pgctl) -m fast -w -t 60 stop"), 0, "pg_ctl stop failed")
@@ -315,7 +315,19 @@ final class WorkerUnderStressTests: WorkerTestCase {
     func testALeaseLongerThanADayIsAUsageError() throws {
         let result = try CourierRunner.run(["worker", "--lease", "25h"], databaseURL: url)
         XCTAssertEqual(result.status, 2, result.stderr)
-        XCTAssertTrue(result.stderr.contains("--lease must be at most 24h"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("--lease must be from 1s to 24h"), result.stderr)
+    }
+
+    func testOutOfRangeDurationsAreRefusedNamingTheirFlagOrVariable() throws {
+        // Below its floor a poll interval used to be raised to 10 ms without a word.
+        let flag = try CourierRunner.run(["worker", "--poll-interval", "5ms"], databaseURL: url)
+        XCTAssertEqual(flag.status, 2, flag.stderr)
+        XCTAssertTrue(flag.stderr.contains("--poll-interval must be at least 10ms, got 5ms"), flag.stderr)
+        let variable = try CourierRunner.run(
+            ["worker"], databaseURL: url, environment: ["COURIER_LEASE": "500ms"])
+        XCTAssertEqual(variable.status, 2, variable.stderr)
+        XCTAssertTrue(variable.stderr.contains("COURIER_LEASE must be from 1s to 24h, got 500ms"), variable.stderr)
+        XCTAssertEqual(flag.stderr.split(separator: "\n").count, 1, "one line: \(flag.stderr)")
     }
 
     func testWatchdogIsNotPingedWhileALoopIsStuck() throws {
@@ -325,13 +337,13 @@ final class WorkerUnderStressTests: WorkerTestCase {
         logger.logLevel = .critical
         let deliverer = HTTPDeliverer(configuration: HTTPDelivererConfiguration(), logger: logger)
         defer { deliverer.shutdown() }
-        var configuration = WorkerConfiguration(queues: [queue], pollInterval: 0.1)
+        var configuration = WorkerConfiguration(queues: [queue], pollInterval: .milliseconds(100))
         configuration.connection = .worker
         let pool = WorkerPool(databaseURL: url, configuration: configuration, deliverer: deliverer, logger: logger)
         let service = WorkerService(
             pool: pool, logger: logger,
             notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "1000000"]),
-            statusInterval: 1)
+            statusInterval: .seconds(1))
         let finished = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             try? service.run()

@@ -45,7 +45,7 @@ final class ConnectionSettingsTests: XCTestCase {
                 "tcp_user_timeout": "20000", "connect_timeout": "10",
             ],
             session: ["statement_timeout": "15s", "idle_in_transaction_session_timeout": "1min", "TimeZone": "UTC"])
-        XCTAssertEqual(PostgresConnection.Settings.worker.queryTimeout, 20)
+        XCTAssertEqual(PostgresConnection.Settings.worker.queryTimeout, .seconds(20))
     }
 
     func testDefaultSettingsLeaveLibpqAndTheServerAlone() throws {
@@ -112,9 +112,9 @@ final class ConnectionSettingsTests: XCTestCase {
 
     func testOutOfRangeValuesAreClampedNotPassedThrough() throws {
         let settings = PostgresConnection.Settings(
-            keepalivesIdle: -5, keepalivesInterval: 0.2, keepalivesCount: 0, tcpUserTimeout: .infinity,
-            connectTimeout: .nan, statementTimeout: 0.0001, idleInTransactionSessionTimeout: 1e12,
-            queryTimeout: 5)
+            keepalivesIdle: .seconds(-5), keepalivesInterval: .milliseconds(200), keepalivesCount: 0,
+            tcpUserTimeout: .seconds(Int64.max), connectTimeout: .zero, statementTimeout: .microseconds(100),
+            idleInTransactionSessionTimeout: .seconds(1_000_000_000_000), queryTimeout: .seconds(5))
         let connection = try PostgresConnection(url, settings: settings)
         defer { connection.close() }
         // libpq reads 0 as "the kernel's default" or "no limit", so nothing rounds down to it.
@@ -136,7 +136,7 @@ final class ConnectionSettingsTests: XCTestCase {
 
     func testServerStatementTimeoutFailsTheStatementBeforeTheDeadline() throws {
         let connection = try PostgresConnection(
-            url, settings: PostgresConnection.Settings(statementTimeout: 0.2, queryTimeout: 10))
+            url, settings: PostgresConnection.Settings(statementTimeout: .milliseconds(200), queryTimeout: .seconds(10)))
         defer { connection.close() }
         XCTAssertThrowsError(try connection.query("SELECT pg_sleep(5)")) { error in
             let pgError = error as? PostgresError
@@ -150,7 +150,7 @@ final class ConnectionSettingsTests: XCTestCase {
 
     func testIdleInTransactionTimeoutEndsTheSessionAsAConnectionError() throws {
         let connection = try PostgresConnection(
-            url, settings: PostgresConnection.Settings(idleInTransactionSessionTimeout: 0.2, queryTimeout: 5))
+            url, settings: PostgresConnection.Settings(idleInTransactionSessionTimeout: .milliseconds(200), queryTimeout: .seconds(5)))
         defer { connection.close() }
         try connection.simpleQuery("BEGIN")
         Thread.sleep(forTimeInterval: 1)

@@ -12,10 +12,10 @@ final class DeadPeerTests: XCTestCase {
     private var proxiedURL: String!
 
     /// The worker's settings with short deadlines, so each freeze costs a second or two.
-    private func settings(queryTimeout: Double) -> PostgresConnection.Settings {
+    private func settings(queryTimeout: Duration) -> PostgresConnection.Settings {
         var settings = PostgresConnection.Settings.worker
         settings.queryTimeout = queryTimeout
-        settings.connectTimeout = 2
+        settings.connectTimeout = .seconds(2)
         return settings
     }
 
@@ -30,7 +30,7 @@ final class DeadPeerTests: XCTestCase {
     }
 
     func testStatementOnAFrozenConnectionThrowsAConnectionErrorWithinTheDeadline() throws {
-        let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: 1.5))
+        let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: .milliseconds(1500)))
         defer { connection.close() }
         XCTAssertEqual(try connection.query("SELECT $1::int", [7])[0].decode(0, as: Int.self), 7)
         proxy.freeze()
@@ -59,11 +59,11 @@ final class DeadPeerTests: XCTestCase {
             ("queryPrepared", { try $0.queryPrepared(name: "ready", [1]) }),
             ("simpleQuery", { try $0.simpleQuery("SELECT 1; SELECT 2") }),
             ("transaction", { _ = try $0.transaction { try $0.query("SELECT 1") } }),
-            ("ping", { try $0.ping(timeout: 0.5) }),
+            ("ping", { try $0.ping(timeout: .milliseconds(500)) }),
             ("notify", { try $0.notify("courier_frozen", payload: "p") }),
         ]
         for (name, statement) in statements {
-            let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: 0.5))
+            let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: .milliseconds(500)))
             defer { connection.close() }
             try connection.prepare(name: "ready", sql: "SELECT $1::int")
             proxy.freeze()
@@ -78,7 +78,7 @@ final class DeadPeerTests: XCTestCase {
     }
 
     func testReconnectAfterThawGivesAWorkingConnection() throws {
-        let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: 1))
+        let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: .seconds(1)))
         defer { connection.close() }
         let firstPID = connection.backendPID
         proxy.freeze()
@@ -91,7 +91,7 @@ final class DeadPeerTests: XCTestCase {
     }
 
     func testReconnectThroughAFrozenProxyFailsWithinConnectTimeoutThenSucceedsAfterThaw() throws {
-        let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: 1))
+        let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: .seconds(1)))
         defer { connection.close() }
         proxy.freeze()
         XCTAssertThrowsError(try connection.query("SELECT 1"))
@@ -121,7 +121,7 @@ final class DeadPeerTests: XCTestCase {
     }
 
     func testThawBeforeTheDeadlineLetsTheStatementFinish() throws {
-        let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: 10))
+        let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: .seconds(10)))
         defer { connection.close() }
         proxy.freeze()
         let proxy = self.proxy!
@@ -133,7 +133,7 @@ final class DeadPeerTests: XCTestCase {
     }
 
     func testCommitWithoutAnAnswerIsAConnectionErrorNotASuccess() throws {
-        let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: 1))
+        let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: .seconds(1)))
         defer { connection.close() }
         XCTAssertThrowsError(
             try connection.transaction { conn in
@@ -148,15 +148,15 @@ final class DeadPeerTests: XCTestCase {
     }
 
     func testAFrozenListenerIsNoticedByPingAndReconnectListensAgain() throws {
-        let listener = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: 5))
+        let listener = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: .seconds(5)))
         defer { listener.close() }
         try listener.listen("courier_dead_peer")
-        XCTAssertNoThrow(try listener.ping(timeout: 1))
+        XCTAssertNoThrow(try listener.ping(timeout: .seconds(1)))
         proxy.freeze()
         // Waiting alone cannot tell a frozen peer from a quiet channel.
-        XCTAssertEqual(try listener.waitForNotifications(timeout: 0.2), [])
+        XCTAssertEqual(try listener.waitForNotifications(timeout: .milliseconds(200)), [])
         let start = Date()
-        XCTAssertThrowsError(try listener.ping(timeout: 0.5)) { error in
+        XCTAssertThrowsError(try listener.ping(timeout: .milliseconds(500))) { error in
             XCTAssertTrue((error as? PostgresError)?.isConnectionError == true, "\(error)")
             XCTAssertEqual(
                 (error as? PostgresError)?.message, "no answer from PostgreSQL within 0.5 s; connection closed")
@@ -167,28 +167,28 @@ final class DeadPeerTests: XCTestCase {
         let sender = try PostgresConnection(serverURL)
         defer { sender.close() }
         try sender.notify("courier_dead_peer", payload: "after")
-        XCTAssertEqual(try listener.waitForNotifications(timeout: 5).map(\.payload), ["after"])
+        XCTAssertEqual(try listener.waitForNotifications(timeout: .seconds(5)).map(\.payload), ["after"])
     }
 
     func testPingOnABlockingConnectionWorksAndLeavesItUsable() throws {
         let connection = try PostgresConnection(proxiedURL)
         defer { connection.close() }
         try connection.listen("courier_ping_channel")
-        try connection.ping(timeout: 2)
+        try connection.ping(timeout: .seconds(2))
         // A notification that arrives around a ping is kept for the next wait.
         let sender = try PostgresConnection(serverURL)
         defer { sender.close() }
         try sender.notify("courier_ping_channel", payload: "kept")
         Thread.sleep(forTimeInterval: 0.2)
-        try connection.ping(timeout: 2)
-        XCTAssertEqual(try connection.waitForNotifications(timeout: 5).map(\.payload), ["kept"])
+        try connection.ping(timeout: .seconds(2))
+        XCTAssertEqual(try connection.waitForNotifications(timeout: .seconds(5)).map(\.payload), ["kept"])
         XCTAssertEqual(try connection.query("SELECT $1::int", [5])[0].decode(0, as: Int.self), 5)
         try connection.simpleQuery("CREATE TEMP TABLE copied (n int)")
         XCTAssertEqual(try connection.copyIn("COPY copied (n) FROM STDIN", chunks: [Array("1\n2\n".utf8)]), 2)
     }
 
     func testCopyInWorksOnADeadlineConnection() throws {
-        let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: 5))
+        let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: .seconds(5)))
         defer { connection.close() }
         try connection.simpleQuery("CREATE TEMP TABLE copied (n int, filler text)")
         // Far more than a socket buffer, so a non-blocking PQputCopyData would have to retry.
@@ -201,7 +201,7 @@ final class DeadPeerTests: XCTestCase {
     }
 
     func testAStatementLargerThanTheSocketBuffersIsSentUnderTheDeadline() throws {
-        let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: 20))
+        let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: .seconds(20)))
         defer { connection.close() }
         let big = String(repeating: "x", count: 8 * 1024 * 1024)
         XCTAssertEqual(try connection.query("SELECT length($1::text)", [big])[0].decode(0, as: Int.self), big.count)
@@ -210,7 +210,7 @@ final class DeadPeerTests: XCTestCase {
     }
 
     func testALargeStatementIntoAFrozenPeerStillEndsAtTheDeadline() throws {
-        let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: 1))
+        let connection = try PostgresConnection(proxiedURL, settings: settings(queryTimeout: .seconds(1)))
         defer { connection.close() }
         proxy.freeze()
         // More than the socket buffers hold: libpq cannot finish sending, the flush loop waits.

@@ -49,7 +49,7 @@ final class ErrorAndConnectionTests: XCTestCase {
     }
 
     func testAPipelineAnswersEachStatementInOrderOnBlockingAndDeadlineConnections() throws {
-        let withDeadline = try PostgresConnection(url, settings: PostgresConnection.Settings(queryTimeout: 5))
+        let withDeadline = try PostgresConnection(url, settings: PostgresConnection.Settings(queryTimeout: .seconds(5)))
         defer { withDeadline.close() }
         for connection in [connection!, withDeadline] {
             let results = try connection.pipeline([
@@ -97,7 +97,7 @@ final class ErrorAndConnectionTests: XCTestCase {
     }
 
     func testAPipelinePastItsDeadlineClosesTheConnection() throws {
-        let short = try PostgresConnection(url, settings: PostgresConnection.Settings(queryTimeout: 0.5))
+        let short = try PostgresConnection(url, settings: PostgresConnection.Settings(queryTimeout: .milliseconds(500)))
         defer { short.close() }
         let started = Date()
         XCTAssertThrowsError(
@@ -146,7 +146,7 @@ final class ErrorAndConnectionTests: XCTestCase {
         let sender = try PostgresConnection(url)
         defer { sender.close() }
         try sender.notify("courier_test_channel", payload: "hello")
-        let received = try connection.waitForNotifications(timeout: 5)
+        let received = try connection.waitForNotifications(timeout: .seconds(5))
         XCTAssertEqual(received.map(\.payload), ["hello"])
         XCTAssertEqual(received.first?.channel, "courier_test_channel")
         XCTAssertEqual(received.first?.senderPID, sender.backendPID)
@@ -155,7 +155,7 @@ final class ErrorAndConnectionTests: XCTestCase {
     func testWaitWithoutNotificationReturnsAfterItsTimeout() throws {
         try connection.listen("courier_quiet_channel")
         let start = Date()
-        let received = try connection.waitForNotifications(timeout: 0.3)
+        let received = try connection.waitForNotifications(timeout: .milliseconds(300))
         let elapsed = Date().timeIntervalSince(start)
         XCTAssertTrue(received.isEmpty)
         XCTAssertGreaterThanOrEqual(elapsed, 0.29)
@@ -176,7 +176,7 @@ final class ErrorAndConnectionTests: XCTestCase {
         XCTAssertNotEqual(connection.backendPID, oldPID)
         XCTAssertEqual(try connection.query("SELECT 1")[0].decode(0, as: Int.self), 1)
         try admin.notify("courier_reconnect_channel", payload: "again")
-        XCTAssertEqual(try connection.waitForNotifications(timeout: 5).map(\.payload), ["again"])
+        XCTAssertEqual(try connection.waitForNotifications(timeout: .seconds(5)).map(\.payload), ["again"])
     }
 
     func testPoolReplacesAConnectionWhoseBackendWasTerminated() throws {

@@ -85,7 +85,7 @@ struct DemoCommand: ParsableCommand {
         defer { deliverer.shutdown() }
         let pool = WorkerPool(
             databaseURL: cluster.url,
-            configuration: WorkerConfiguration(workerID: "demo-worker", queues: [queue], concurrency: 8, pollInterval: 0.1),
+            configuration: WorkerConfiguration(workerID: "demo-worker", queues: [queue], concurrency: 8, pollInterval: .milliseconds(100)),
             deliverer: deliverer, logger: logger)
         try pool.start()
         let deadline = Date().addingTimeInterval(limit)

@@ -102,16 +102,17 @@ struct WorkerCommand: ParsableCommand {
             }
             return parsed
         }
-        func duration(_ flag: String?, _ name: String, _ option: String) throws -> Double? {
+        /// Where each setting came from, for errors: the flag, or the variable that set it.
+        var sources: [String: String] = [:]
+        func duration(_ flag: String?, _ name: String, _ option: String, field: String) throws -> Duration? {
             guard let text = value(flag, name) else { return nil }
+            let source = flag == nil ? "COURIER_\(name)" : "--\(option)"
+            sources[field] = source
             guard let seconds = DurationParser.seconds(text) else {
-                let source = flag == nil ? "COURIER_\(name)" : "--\(option)"
                 throw CLIError.usage(DurationParser.message(text, flag: source))
             }
-            return seconds
+            return .seconds(seconds)
         }
-
-        func text(_ seconds: Double) -> String { Output.duration(seconds) }
 
         var config = WorkerConfiguration()
         if let id = value(workerID, "WORKER_ID") { config.workerID = id }
@@ -124,22 +125,39 @@ struct WorkerCommand: ParsableCommand {
         if let v = try integer(loops, "LOOPS", "loops") { config.loops = v }
         if let v = try integer(batchSize, "BATCH_SIZE", "batch-size") { config.batchSize = v }
         if let v = try integer(perHostLimit, "PER_HOST_LIMIT", "per-host-limit") { config.perHostLimit = v }
-        if let v = try duration(pollInterval, "POLL_INTERVAL", "poll-interval") { config.pollInterval = max(0.01, v) }
-        if let v = try duration(lease, "LEASE", "lease") {
-            // courier.jobs refuses a lease more than a day ahead (jobs_lease_bounded).
-            guard v <= 86_400 else { throw CLIError.usage("--lease must be at most 24h, got \(text(v))") }
-            config.leaseDuration = max(1, v)
-            config.heartbeatInterval = config.leaseDuration / 4
+        if let v = try duration(pollInterval, "POLL_INTERVAL", "poll-interval", field: "pollInterval") {
+            config.pollInterval = v
         }
-        if let v = try duration(gracePeriod, "GRACE_PERIOD", "grace-period") { config.gracePeriod = v }
-        if let v = try duration(retention, "RETENTION", "retention") { config.retention = v }
-        if let v = try duration(retentionCancelled, "RETENTION_CANCELLED", "retention-cancelled") {
+        if let v = try duration(lease, "LEASE", "lease", field: "leaseDuration") {
+            config.leaseDuration = v
+            config.heartbeatInterval = v / 4
+            sources["heartbeatInterval"] = sources["leaseDuration"]
+        }
+        if let v = try duration(gracePeriod, "GRACE_PERIOD", "grace-period", field: "gracePeriod") { config.gracePeriod = v }
+        if let v = try duration(retention, "RETENTION", "retention", field: "retention") { config.retention = v }
+        if let v = try duration(
+            retentionCancelled, "RETENTION_CANCELLED", "retention-cancelled", field: "retentionCancelled")
+        {
             config.retentionCancelled = v
         }
-        if let v = try duration(retentionDead, "RETENTION_DEAD", "retention-dead") { config.retentionDead = v }
+        if let v = try duration(retentionDead, "RETENTION_DEAD", "retention-dead", field: "retentionDead") {
+            config.retentionDead = v
+        }
+        do {
+            try config.validate()
+        } catch let error as WorkerConfigurationError {
+            // Integers were checked against their minimum as they were read; what is left are
+            // durations, each named by the flag or variable that set it.
+            let source = sources[error.field] ?? error.field
+            throw CLIError.usage("\(source) \(error.range), got \(Output.duration(Self.seconds(error.field, config)))")
+        }
         var http = HTTPDelivererConfiguration()
-        if let v = try duration(requestTimeout, "REQUEST_TIMEOUT", "request-timeout") { http.totalTimeout = .seconds(v) }
-        if let v = try duration(connectTimeout, "CONNECT_TIMEOUT", "connect-timeout") { http.connectTimeout = .seconds(v) }
+        if let v = try duration(requestTimeout, "REQUEST_TIMEOUT", "request-timeout", field: "totalTimeout") {
+            http.totalTimeout = v
+        }
+        if let v = try duration(connectTimeout, "CONNECT_TIMEOUT", "connect-timeout", field: "connectTimeout") {
+            http.connectTimeout = v
+        }
         http.allowPrivateTargets = allowPrivateTargets || env["COURIER_ALLOW_PRIVATE_TARGETS"] == "true"
         http.maximumConnectionsPerHost = config.perHostLimit
         if !resolve.isEmpty {
@@ -163,7 +181,12 @@ struct WorkerCommand: ParsableCommand {
             metricsAt = parsed
         }
 
-        let summary = max(1, try duration(summaryInterval, "SUMMARY_INTERVAL", "summary-interval") ?? 60)
+        let summary =
+            try duration(summaryInterval, "SUMMARY_INTERVAL", "summary-interval", field: "summaryInterval")
+            ?? .seconds(60)
+        guard summary >= .seconds(1) else {
+            throw CLIError.usage("\(sources["summaryInterval"] ?? "--summary-interval") must be at least 1s, got \(Output.duration(summary.inSeconds))")
+        }
         LoggingSystem.bootstrap { label in StderrLogHandler(label: label, format: format) }
         var logger = Logger(label: "courier.worker")
         logger.logLevel = parsedLevel
@@ -181,5 +204,16 @@ struct WorkerCommand: ParsableCommand {
         } catch let error as PostgresError {
             throw CLIError(error.message)
         }
+    }
+
+    /// The value of a duration setting of `config` in seconds, for the error line.
+    private static func seconds(_ field: String, _ config: WorkerConfiguration) -> Double {
+        let values: [String: Duration] = [
+            "pollInterval": config.pollInterval, "leaseDuration": config.leaseDuration,
+            "heartbeatInterval": config.heartbeatInterval, "gracePeriod": config.gracePeriod,
+            "retention": config.retention, "retentionCancelled": config.retentionCancelled,
+            "retentionDead": config.retentionDead,
+        ]
+        return values[field]?.inSeconds ?? 0
     }
 }

@@ -16,8 +16,8 @@ public enum WorkerStatements {
         public var workerID: String
         /// The most jobs.
         public var limit: Int
-        /// The lease, in milliseconds.
-        public var leaseMilliseconds: Int
+        /// How long the lease lasts.
+        public var lease: Duration
         /// The in-flight cap of a host without its own (`--per-host-limit`).
         public var defaultHostCap: Int
         /// The lanes (host and queue) `lockDestinations` found due jobs in, at the hosts it locked.
@@ -25,13 +25,13 @@ public enum WorkerStatements {
 
         /// A claim.
         public init(
-            queues: [String]?, workerID: String, limit: Int, leaseMilliseconds: Int, defaultHostCap: Int,
+            queues: [String]?, workerID: String, limit: Int, lease: Duration, defaultHostCap: Int,
             lanes: [Lane]
         ) {
             self.queues = queues
             self.workerID = workerID
             self.limit = limit
-            self.leaseMilliseconds = leaseMilliseconds
+            self.lease = lease
             self.defaultHostCap = defaultHostCap
             self.lanes = lanes
         }
@@ -243,7 +243,7 @@ public enum WorkerStatements {
         ORDER BY o.turn, o.priority, o.run_at, o.id
         """, planning: .prepared) { claim in
         [
-            claim.queues.map { PostgresArray($0) }, claim.workerID, claim.limit, claim.leaseMilliseconds,
+            claim.queues.map { PostgresArray($0) }, claim.workerID, claim.limit, claim.lease.inMilliseconds,
             claim.defaultHostCap, PostgresArray(claim.lanes.map(\.host)), PostgresArray(claim.lanes.map(\.queue)),
         ]
     }
@@ -299,7 +299,7 @@ public enum WorkerStatements {
 
     /// Claims job `$1` alone for worker `$2` with a lease of `$3` ms, if it is still due and
     /// not locked by another claimer; returns the same columns as `claimBatch`.
-    public static let claimOne = Statement<(id: Int64, workerID: String, leaseMilliseconds: Int)>("""
+    public static let claimOne = Statement<(id: Int64, workerID: String, lease: Duration)>("""
         WITH due AS (
             SELECT j.id, j.queue, j.host FROM courier.jobs j
             WHERE j.id = $1 AND j.state IN ('pending', 'retrying') AND j.run_at <= now()
@@ -312,7 +312,7 @@ public enum WorkerStatements {
         LEFT JOIN courier.queues q ON q.name = due.queue
         LEFT JOIN courier.destinations dst ON dst.host = due.host
         WHERE j.id = due.id
-        """ + claimedColumns, planning: .prepared) { [$0.id, $0.workerID, $0.leaseMilliseconds] }
+        """ + claimedColumns, planning: .prepared) { [$0.id, $0.workerID, $0.lease.inMilliseconds] }
 
     /// Moves due job `$1`, whose row no claim can take, to `dead` with reason `$2`. Values the
     /// row's constraints could reject are clamped, so the dead row is a valid one.
@@ -456,17 +456,17 @@ public enum WorkerStatements {
 
     /// Extends the leases of jobs worker `$2` still holds (`$1` ids) by `$3` ms: the heartbeat.
     /// Returns the ids still held; a missing id was rescued meanwhile.
-    public static let heartbeat = Statement<(ids: [Int64], workerID: String, leaseMilliseconds: Int)>("""
+    public static let heartbeat = Statement<(ids: [Int64], workerID: String, lease: Duration)>("""
         UPDATE courier.jobs
         SET locked_until = now() + $3::bigint * interval '1 millisecond'
         WHERE id = ANY ($1::bigint[]) AND state = 'running' AND locked_by = $2
         RETURNING id
-        """, planning: .prepared) { [PostgresArray($0.ids), $0.workerID, $0.leaseMilliseconds] }
+        """, planning: .prepared) { [PostgresArray($0.ids), $0.workerID, $0.lease.inMilliseconds] }
 
     /// Gives claimed jobs back without an attempt having happened (`$1` ids, `$2` attempts,
     /// worker `$3`): at shutdown, or when a job's destination is at its in-flight cap. The
     /// attempt is uncounted and the job is due again after `$4` ms.
-    public static let release = Statement<(jobs: [(id: Int64, attempt: Int)], workerID: String, delayMilliseconds: Int)>("""
+    public static let release = Statement<(jobs: [(id: Int64, attempt: Int)], workerID: String, delay: Duration)>("""
         UPDATE courier.jobs j
         SET state = CASE WHEN j.attempt > 1 THEN 'retrying'::courier.job_state ELSE 'pending' END,
             attempt = j.attempt - 1, locked_by = NULL, locked_until = NULL,
@@ -477,7 +477,7 @@ public enum WorkerStatements {
         """, planning: .prepared) { release in
         [
             PostgresArray(release.jobs.map(\.id)), PostgresArray(release.jobs.map(\.attempt)), release.workerID,
-            release.delayMilliseconds,
+            release.delay.inMilliseconds,
         ]
     }
 
@@ -504,7 +504,7 @@ public enum WorkerStatements {
     /// was down no worker could extend a lease, so leases that ran out during the outage say
     /// nothing about their workers. They get one lease to reconnect and write the outcomes
     /// they hold; rescuing at once would send those jobs a second time.
-    public static let rescueExpired = Statement<(limit: Int, leaseMilliseconds: Int)>("""
+    public static let rescueExpired = Statement<(limit: Int, lease: Duration)>("""
         WITH expired AS (
             SELECT id FROM courier.jobs
             WHERE state = 'running' AND locked_until < now()
@@ -522,7 +522,7 @@ public enum WorkerStatements {
         FROM expired
         WHERE j.id = expired.id AND j.state = 'running'
         RETURNING j.id, j.state::text
-        """, planning: .prepared) { [$0.limit, $0.leaseMilliseconds] }
+        """, planning: .prepared) { [$0.limit, $0.lease.inMilliseconds] }
 
     /// Settings of each retention batch's own transaction.
     ///
@@ -598,7 +598,9 @@ public enum WorkerStatements {
         SELECT count(*) FILTER (WHERE state = 'succeeded'), count(*) FILTER (WHERE state = 'cancelled'),
                count(*) FILTER (WHERE state = 'dead')
         FROM gone
-        """) { [$0.defaults.succeeded, $0.defaults.cancelled, $0.defaults.dead, $0.batchSize] }
+        """) {
+            [$0.defaults.succeeded.inSeconds, $0.defaults.cancelled.inSeconds, $0.defaults.dead.inSeconds, $0.batchSize]
+        }
 
     /// Per queue (`$1` queues or NULL for all): how many jobs are due now and the age in seconds
     /// of the oldest. Reads only due rows through `jobs_queue_due_idx`; a worker runs it at most once

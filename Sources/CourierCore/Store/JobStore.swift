@@ -22,9 +22,9 @@ public struct JobStore {
     /// Claims up to `limit` due jobs (see `WorkerStatements.claimBatch`); a row the worker
     /// cannot handle is moved to the dead letters instead of failing the others.
     public func claim(
-        queues: [String]?, limit: Int, leaseMilliseconds: Int, perHostLimit: Int = Defaults.perHostLimit
+        queues: [String]?, limit: Int, lease: Duration, perHostLimit: Int = Defaults.perHostLimit
     ) throws -> [ClaimedJob] {
-        try claimBatch(queues: queues, limit: limit, leaseMilliseconds: leaseMilliseconds, perHostLimit: perHostLimit)
+        try claimBatch(queues: queues, limit: limit, lease: lease, perHostLimit: perHostLimit)
             .jobs
     }
 
@@ -39,10 +39,10 @@ public struct JobStore {
     /// - Parameters:
     ///   - queues: queues to claim from; nil for all.
     ///   - limit: the most jobs to claim.
-    ///   - leaseMilliseconds: how long the lease lasts before a heartbeat must extend it.
+    ///   - lease: how long the lease lasts before a heartbeat must extend it.
     ///   - perHostLimit: the in-flight cap, across all workers, of a destination without its own.
     public func claimBatch(
-        queues: [String]?, limit: Int, leaseMilliseconds: Int, perHostLimit: Int = Defaults.perHostLimit
+        queues: [String]?, limit: Int, lease: Duration, perHostLimit: Int = Defaults.perHostLimit
     ) throws -> ClaimResult {
         guard limit > 0 else { return ClaimResult() }
         var rows: [PostgresRow] = []
@@ -68,7 +68,7 @@ public struct JobStore {
                 }
                 let claimed = try connection.pipeline([
                     WorkerStatements.claimBatch.pipelined(
-                        .init(queues: queues, workerID: workerID, limit: limit, leaseMilliseconds: leaseMilliseconds,
+                        .init(queues: queues, workerID: workerID, limit: limit, lease: lease,
                               defaultHostCap: perHostLimit, lanes: lanes)),
                     .commit,
                 ])[0]
@@ -90,7 +90,7 @@ public struct JobStore {
                 let id: Int64 = try candidate.decode(0)
                 do {
                     rows += try connection.run(
-                        WorkerStatements.claimOne, (id: id, workerID: workerID, leaseMilliseconds: leaseMilliseconds)
+                        WorkerStatements.claimOne, (id: id, workerID: workerID, lease: lease)
                     ).rows
                 } catch let error as PostgresError where error.isRowDataError {
                     let reason = Redaction.message("the worker cannot claim this row: \(error.message)")
@@ -196,20 +196,17 @@ public struct JobStore {
 
     /// Extends the leases of `ids`; returns those still held by this worker.
     @discardableResult
-    public func heartbeat(_ ids: [Int64], leaseMilliseconds: Int) throws -> Set<Int64> {
+    public func heartbeat(_ ids: [Int64], lease: Duration) throws -> Set<Int64> {
         guard !ids.isEmpty else { return [] }
-        let result = try connection.run(
-            WorkerStatements.heartbeat, (ids: ids, workerID: workerID, leaseMilliseconds: leaseMilliseconds))
+        let result = try connection.run(WorkerStatements.heartbeat, (ids: ids, workerID: workerID, lease: lease))
         return Set(try result.rows.map { try $0.decode(0, as: Int64.self) })
     }
 
-    /// Gives claimed, unsent jobs back, due again after `delayMilliseconds`.
+    /// Gives claimed, unsent jobs back, due again after `delay`.
     @discardableResult
-    public func release(_ jobs: [(id: Int64, attempt: Int)], delayMilliseconds: Int) throws -> Int {
+    public func release(_ jobs: [(id: Int64, attempt: Int)], delay: Duration) throws -> Int {
         guard !jobs.isEmpty else { return 0 }
-        return try connection.run(
-            WorkerStatements.release, (jobs: jobs, workerID: workerID, delayMilliseconds: delayMilliseconds)
-        ).rowCount
+        return try connection.run(WorkerStatements.release, (jobs: jobs, workerID: workerID, delay: delay)).rowCount
     }
 
     /// One maintenance pass, if no other worker is running one: rescues expired leases, folds
@@ -217,20 +214,20 @@ public struct JobStore {
     ///
     /// The pass holds the fleet-wide maintenance lock for its whole length, and runs each
     /// statement in its own short transaction: a rescue batch, a fold, then deletion batches of
-    /// `budget.batchSize` until one comes back short (caught up) or `budget.seconds` are spent
+    /// `budget.batchSize` until one comes back short (caught up) or `budget.time` is spent
     /// (`report.caughtUp` is then false and the caller runs the next pass soon).
     ///
     /// - Parameters:
     ///   - retention: how long finished jobs are kept where their queue sets nothing.
-    ///   - leaseMilliseconds: the worker's lease; nothing is rescued within one lease of the
-    ///     server's start (see `WorkerStatements.rescueExpired`).
+    ///   - lease: the worker's lease; nothing is rescued within one lease of the server's start
+    ///     (see `WorkerStatements.rescueExpired`).
     ///   - rescueBatchSize: the most expired leases rescued per pass.
     ///   - budget: how much deletion one pass may do.
-    ///   - clock: seconds on a monotonic clock (injected by tests).
+    ///   - clock: a monotonic clock, as the time since its origin (injected by tests).
     /// - Returns: nil when another worker holds the maintenance lock.
     public func maintain(
-        retention: RetentionDefaults, leaseMilliseconds: Int = 60_000, rescueBatchSize: Int = 1000,
-        budget: RetentionBudget = RetentionBudget(), clock: () -> Double = JobStore.monotonicSeconds
+        retention: RetentionDefaults, lease: Duration = .seconds(60), rescueBatchSize: Int = 1000,
+        budget: RetentionBudget = RetentionBudget(), clock: () -> Duration = JobStore.monotonicNow
     ) throws -> MaintenanceReport? {
         guard try connection.run(WorkerStatements.tryMaintenanceLock)[0].decode(0, as: Bool.self) else {
             return nil
@@ -238,7 +235,7 @@ public struct JobStore {
         defer { _ = try? connection.run(WorkerStatements.maintenanceUnlock) }
         var report = MaintenanceReport()
         for row in try connection.run(
-            WorkerStatements.rescueExpired, (limit: rescueBatchSize, leaseMilliseconds: leaseMilliseconds)
+            WorkerStatements.rescueExpired, (limit: rescueBatchSize, lease: lease)
         ).rows {
             if try row.decode(1, as: String.self) == JobState.dead.rawValue {
                 report.rescuedToDead += 1
@@ -264,30 +261,28 @@ public struct JobStore {
             deleted = succeeded + cancelled + dead
             report.deleteBatches += 1
         } while budget.continues(afterDeleting: deleted, elapsed: clock() - started)
-        report.deletionSeconds = clock() - started
+        report.deletionTime = clock() - started
         report.caughtUp = deleted < budget.batchSize
         return report
     }
 
-    /// One maintenance pass with the retention of succeeded jobs given in seconds and the other
-    /// states at their defaults (see `maintain(retention:leaseMilliseconds:rescueBatchSize:budget:clock:)`).
+    /// One maintenance pass with the retention of succeeded jobs given and the other states at
+    /// their defaults (see `maintain(retention:lease:rescueBatchSize:budget:clock:)`).
     public func maintain(
-        retentionSeconds: Double, leaseMilliseconds: Int = 60_000, batchSize: Int = 1000
+        keepingSucceeded retention: Duration, lease: Duration = .seconds(60), batchSize: Int = 1000
     ) throws -> MaintenanceReport? {
-        try maintain(
-            retention: RetentionDefaults(succeeded: retentionSeconds), leaseMilliseconds: leaseMilliseconds,
-            rescueBatchSize: batchSize)
+        try maintain(retention: RetentionDefaults(succeeded: retention), lease: lease, rescueBatchSize: batchSize)
     }
 
-    /// Seconds since an arbitrary point, from a clock that never jumps.
-    public static func monotonicSeconds() -> Double {
-        Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+    /// The time since an arbitrary point, from a clock that never jumps.
+    public static func monotonicNow() -> Duration {
+        .nanoseconds(DispatchTime.now().uptimeNanoseconds)
     }
 
     /// Due jobs per queue and the age of the oldest (see `WorkerStatements.queueDepth`).
     public func queueDepth(queues: [String]?) throws -> [QueueDepth] {
         try connection.run(WorkerStatements.queueDepth, queues).rows.map {
-            QueueDepth(queue: try $0.decode(0), due: try $0.decode(1), oldestAgeSeconds: try $0.decode(2))
+            QueueDepth(queue: try $0.decode(0), due: try $0.decode(1), oldestAge: .seconds(try $0.decode(2, as: Double.self)))
         }
     }
 
@@ -338,8 +333,8 @@ public struct QueueDepth: Sendable, Equatable {
     public var queue: String
     /// Jobs due now (pending or retrying with `run_at` passed).
     public var due: Int
-    /// Seconds since the oldest due job's `run_at`.
-    public var oldestAgeSeconds: Double
+    /// Time since the oldest due job's `run_at`.
+    public var oldestAge: Duration
 }
 
 /// Destination figures for the worker's metrics.
@@ -403,8 +398,8 @@ public struct MaintenanceReport: Sendable, Equatable {
     public var deletedDead = 0
     /// Delete statements the pass ran.
     public var deleteBatches = 0
-    /// Seconds the pass spent deleting.
-    public var deletionSeconds = 0.0
+    /// Time the pass spent deleting.
+    public var deletionTime: Duration = .zero
     /// False when the pass stopped on its time budget with old jobs left to delete.
     public var caughtUp = true
     /// Per-statement count changes folded into `courier.job_counts`.

@@ -65,12 +65,3 @@ package struct RandomSourceGenerator: RandomNumberGenerator {
     package init(source: RandomSource) { self.source = source }
     package mutating func next() -> UInt64 { source.next() }
 }
-
-extension Duration {
-    /// The duration in seconds, as a `Double`: for arithmetic inside Courier's own modules, never
-    /// for an API.
-    package var inSeconds: Double {
-        let parts = components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
-    }
-}

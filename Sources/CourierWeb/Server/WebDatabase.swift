@@ -17,8 +17,8 @@ final class WebDatabase: Sendable {
     init(url: String, connections: Int, statementTimeout: Double) {
         let count = max(1, connections)
         var settings = PostgresConnection.Settings.worker
-        settings.statementTimeout = statementTimeout
-        settings.queryTimeout = statementTimeout + 5
+        settings.statementTimeout = .seconds(statementTimeout)
+        settings.queryTimeout = .seconds(statementTimeout + 5)
         pool = PostgresPool(conninfo: url, maximumConnections: count, applicationName: "courier-web", settings: settings)
         queues = (0..<count).map { DispatchQueue(label: "courier.web.database.\($0)") }
     }
