@@ -53,33 +53,36 @@ public struct HelpfulPrometheusFactory: MetricsFactory {
         self.help = help
     }
 
-    private func text(_ label: String) -> String { help[label] ?? "" }
+    /// The series' name as it is (the label is already a full Prometheus name, unit included)
+    /// and its help line.
+    private func descriptor(_ label: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: label, unitName: "", helpText: help[label] ?? "")
+    }
 
     public func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
-        registry.makeCounter(name: label, labels: dimensions, help: text(label))
+        registry.makeCounter(descriptor: descriptor(label), labels: dimensions)
     }
 
     public func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
-        registry.makeCounter(name: label, labels: dimensions, help: text(label))
+        registry.makeCounter(descriptor: descriptor(label), labels: dimensions)
     }
 
     public func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
-        guard aggregate else { return registry.makeGauge(name: label, labels: dimensions, help: text(label)) }
+        guard aggregate else { return registry.makeGauge(descriptor: descriptor(label), labels: dimensions) }
         return registry.makeValueHistogram(
-            name: label, labels: dimensions, buckets: [0.001, 0.01, 0.1, 1, 10, 100, 1000, 10_000], help: text(label))
+            descriptor: descriptor(label), labels: dimensions, buckets: [0.001, 0.01, 0.1, 1, 10, 100, 1000, 10_000])
     }
 
     public func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
-        registry.makeGauge(name: label, labels: dimensions, help: text(label))
+        registry.makeGauge(descriptor: descriptor(label), labels: dimensions)
     }
 
     public func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
         registry.makeDurationHistogram(
-            name: label, labels: dimensions,
+            descriptor: descriptor(label), labels: dimensions,
             buckets: [.milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
                       .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
-                      .seconds(30)],
-            help: text(label))
+                      .seconds(30)])
     }
 
     public func destroyCounter(_ handler: any CounterHandler) {

@@ -36,9 +36,11 @@ public enum CourierRunner {
         let outURL = directory.appendingPathComponent("out")
         let errURL = directory.appendingPathComponent("err")
         let inURL = directory.appendingPathComponent("in")
-        FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        FileManager.default.createFile(atPath: inURL.path, contents: stdin ?? Data())
+        for (url, contents) in [(outURL, Data()), (errURL, Data()), (inURL, stdin ?? Data())] {
+            guard FileManager.default.createFile(atPath: url.path, contents: contents) else {
+                throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+            }
+        }
 
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "COURIER_DATABASE_URL")

@@ -44,7 +44,7 @@ final class WebCommandTests: CLITestCase {
         defer { try? FileManager.default.removeItem(atPath: file) }
         let port = try ThrowawayCluster.freePort()
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("courier-web-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: log.path, contents: nil), log.path)
         defer { try? FileManager.default.removeItem(at: log) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CourierBinary.path)

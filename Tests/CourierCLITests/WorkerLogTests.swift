@@ -54,7 +54,7 @@ final class WorkerLogTests: CLITestCase {
             "SELECT courier.enqueue(url => $1, payload => '{}', queue => 'logs')", [sink.baseURL + "/bad"]
         )[0].decode(0, as: Int64.self)
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("worker-log-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: log.path, contents: nil), log.path)
         defer { try? FileManager.default.removeItem(at: log) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CourierBinary.path)

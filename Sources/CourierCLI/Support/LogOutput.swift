@@ -99,14 +99,12 @@ struct StderrLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(
-        level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String,
-        function: String, line: UInt
-    ) {
+    func log(event: LogEvent) {
         var all = self.metadata
-        if let metadata { all.merge(metadata) { _, new in new } }
+        if let metadata = event.metadata { all.merge(metadata) { _, new in new } }
         let text = LogFormat.render(
-            format, level: level, label: label, message: message.description, metadata: all, date: Date()) + "\n"
+            format, level: event.level, label: label, message: event.message.description, metadata: all, date: Date())
+            + "\n"
         var bytes = Array(text.utf8)
         bytes.withUnsafeMutableBytes { buffer in
             var offset = 0
