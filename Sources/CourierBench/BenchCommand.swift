@@ -113,8 +113,8 @@ package struct BenchCommand: ParsableCommand {
     package var scenarioList: [String] { scenarios.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
 
     package func run() throws {
-        let limit = try parseDuration(timeout, flag: "--timeout")
-        let latencySeconds = try parseDuration(duration, flag: "--duration")
+        let limit = try parseDuration(timeout, flag: "--timeout").inSeconds
+        let latencySeconds = try parseDuration(duration, flag: "--duration").inSeconds
         let say: (String) -> Void = { line in if !output.json { print(line) } else { Output.stderr(line + "\n") } }
 
         var cluster: ThrowawayCluster?
@@ -170,8 +170,8 @@ package struct BenchCommand: ParsableCommand {
             case "scale": results += try runner.scale(history: scale.history, due: scale.due)
             case "soak":
                 results.append(try runner.soak(
-                    rate: scale.soakRate, seconds: try parseDuration(scale.soakDuration, flag: "--soak-duration"),
-                    retention: try parseDuration(scale.soakRetention, flag: "--soak-retention")))
+                    rate: scale.soakRate, seconds: try parseDuration(scale.soakDuration, flag: "--soak-duration").inSeconds,
+                    retention: try parseDuration(scale.soakRetention, flag: "--soak-retention").inSeconds))
             case "scaleout": results += try runner.scaleout(jobs: jobs, processes: try scale.processCounts())
             case "web": results += try runner.web(history: scale.history)
             default: break

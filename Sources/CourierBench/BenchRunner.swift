@@ -91,7 +91,7 @@ package struct BenchRunner {
             job.queue = queue
             job.body = Self.payload(n)
             job.headers = [("Content-Type", "application/json")]
-            job.retrySchedule = retrySchedule
+            job.retrySchedule = retrySchedule?.map(Duration.seconds)
             piece.append((n, job))
             if piece.count == 10_000 {
                 pieces.append(piece)
@@ -416,7 +416,7 @@ package struct BenchRunner {
                             queues: [queue], limit: batchSize, lease: .seconds(60), perHostLimit: 1_000_000)
                         if claimed.isEmpty { break }
                         let now = Date()
-                        try store.complete(claimed.map {
+                        try store.recordOutcomes(claimed.map {
                             AttemptRecord(
                                 jobID: $0.id, attempt: $0.attempt, transition: .succeed,
                                 delivery: .delivered(responseExcerpt: #"{"ok":true}"#), startedAt: now, finishedAt: now)

@@ -66,7 +66,7 @@ extension BenchRunner {
             try connection.run(
                 BenchStatements.loadFinished,
                 .init(queue: historyQueue, url: sink.baseURL + "/hook", body: BenchRunner.payload(loaded), count: n,
-                      firstSecondsAgo: span - Double(loaded) * step / 1000, stepMilliseconds: step))
+                      firstAgo: .seconds(span - Double(loaded) * step / 1000), step: .milliseconds(step)))
             loaded += n
             say("  \(Output.count(loaded)) loaded (\(Int(Double(loaded) / Date().timeIntervalSince(loadStarted)))/s)")
         }
@@ -79,7 +79,7 @@ extension BenchRunner {
         let statsTimes = try timeStatement(BenchStatements.queueStats, times: 20)
         let oldStatsTimes = try timeStatement(BenchStatements.countEveryRow, times: 3)
         var full = try scaleDrain(name: "scale", queue: queue, due: due, queueStatsWhileDue: true)
-        let sizes = try connection.run(BenchStatements.soakSample, (queue: historyQueue, staleAfterSeconds: 0.0))[0]
+        let sizes = try connection.run(BenchStatements.soakSample, (queue: historyQueue, staleAfter: .zero))[0]
         let bytes = try (0..<4).map { try sizes.decode($0, as: Int.self) }.reduce(0, +)
         let fraction = full.rate / max(empty.rate, 1e-9)
         full.detail += String(
@@ -150,7 +150,7 @@ extension BenchRunner {
             guard !claimed.isEmpty else { return }
             claimTimes.append(elapsed)
             let now = Date()
-            _ = try? probeStore.complete(claimed.map {
+            _ = try? probeStore.recordOutcomes(claimed.map {
                 AttemptRecord(jobID: $0.id, attempt: $0.attempt, transition: .succeed, delivery: .delivered(),
                               startedAt: now, finishedAt: now)
             })
@@ -206,7 +206,7 @@ extension BenchRunner {
         }
         say(line(["TIME", "JOBS", "JOBS IDX", "ATTEMPTS", "ATT IDX", "TOTAL", "ROWS", "IN/S", "OUT/S", "STALE"]))
         func sample(_ at: Double) throws {
-            let row = try connection.run(BenchStatements.soakSample, (queue: queue, staleAfterSeconds: retention))[0]
+            let row = try connection.run(BenchStatements.soakSample, (queue: queue, staleAfter: .seconds(retention)))[0]
             let sizes = try (0..<4).map { try row.decode($0, as: Int.self) }
             let rows: Int = try row.decode(4)
             let stale: Int = try row.decode(5)
@@ -253,7 +253,7 @@ extension BenchRunner {
         let after = process.stats
         let stopWait = trafficSeconds + 30 - Date().timeIntervalSince(started)
         if stopWait > 0 { Thread.sleep(forTimeInterval: stopWait) }
-        let staleAfter30: Int = try connection.run(BenchStatements.soakSample, (queue: queue, staleAfterSeconds: retention))[0].decode(5)
+        let staleAfter30: Int = try connection.run(BenchStatements.soakSample, (queue: queue, staleAfter: .seconds(retention)))[0].decode(5)
         try sample(Date().timeIntervalSince(started))
 
         // Capacity: a backlog of stale jobs (30 s of traffic, at least 50,000, with their attempt
@@ -268,8 +268,8 @@ extension BenchRunner {
             let n = min(250_000, backlog - loaded)
             try connection.run(
                 BenchStatements.loadFinished,
-                .init(queue: backlogQueue, url: url, body: body, count: n, firstSecondsAgo: 30.0 * 86_400,
-                      stepMilliseconds: 0.001))
+                .init(queue: backlogQueue, url: url, body: body, count: n, firstAgo: .hours(30 * 24),
+                      step: .microseconds(1)))
             loaded += n
         }
         let removalStarted = Date()

@@ -88,7 +88,7 @@ extension BenchRunner {
             try connection.run(
                 BenchStatements.loadFinished,
                 .init(queue: queue, url: sink.baseURL + "/hook", body: BenchRunner.payload(loaded), count: n,
-                      firstSecondsAgo: span - Double(loaded) * step / 1000, stepMilliseconds: step))
+                      firstAgo: .seconds(span - Double(loaded) * step / 1000), step: .milliseconds(step)))
             loaded += n
         }
     }

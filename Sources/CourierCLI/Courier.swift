@@ -26,7 +26,7 @@ public struct Courier: AsyncParsableCommand {
         version: CourierVersion.text,
         subcommands: [
             MigrateCommand.self, EnqueueCommand.self, WorkerCommand.self, JobsCommand.self, DeadCommand.self,
-            QueuesCommand.self, HostsCommand.self, StatsCommand.self, PurgeCommand.self, DemoCommand.self,
+            QueuesCommand.self, DestinationsCommand.self, StatsCommand.self, PurgeCommand.self, DemoCommand.self,
             BenchCommand.self, WebCommand.self,
         ]
     )

@@ -65,9 +65,9 @@ package enum DurationParser {
 }
 
 /// Parses a duration flag or throws a usage error naming the flag.
-package func parseDuration(_ text: String, flag: String) throws -> Double {
+package func parseDuration(_ text: String, flag: String) throws -> Duration {
     guard let seconds = DurationParser.seconds(text) else {
         throw CLIError.usage(DurationParser.message(text, flag: flag))
     }
-    return seconds
+    return .seconds(seconds)
 }

@@ -70,9 +70,25 @@ package enum Output {
         return whole % 86_400 / 3600 == 0 ? "\(whole / 86_400)d" : "\(whole / 86_400)d\(whole % 86_400 / 3600)h"
     }
 
+    /// A duration as people write it: `500ms`, `30s`, `5m`, `2h`, `7d`.
+    package static func duration(_ duration: Duration) -> String {
+        self.duration(duration.inSeconds)
+    }
+
     /// A schedule as `5s,5m,30m`, or `default`.
-    package static func schedule(_ delays: [Double]?) -> String {
-        delays.map { $0.map(duration).joined(separator: ",") } ?? "default"
+    package static func schedule(_ delays: [Duration]?) -> String {
+        delays.map { $0.map { duration($0) }.joined(separator: ",") } ?? "default"
+    }
+
+    /// Durations as JSON numbers of seconds (`null` for nil), as the `--json` fields
+    /// `*_seconds` carry them.
+    package static func seconds(_ duration: Duration?) -> Any {
+        orNull(duration?.inSeconds)
+    }
+
+    /// A list of durations as JSON seconds (`null` for nil).
+    package static func seconds(_ durations: [Duration]?) -> Any {
+        orNull(durations?.map(\.inSeconds))
     }
 
     /// Cuts `text` to `limit` characters with an ellipsis.

@@ -196,7 +196,7 @@ final class ClaimLoop: @unchecked Sendable {
                 }
                 return startDeliveries(claim.jobs, requested: limit, heldBack: claim.heldBack)
             case .record(let records):
-                let outcome = try store.record(records)
+                let outcome = try store.recordOutcomes(records)
                 for quarantined in outcome.quarantined {
                     metrics.quarantined.increment()
                     logger.warning(

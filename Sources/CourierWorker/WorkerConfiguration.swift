@@ -28,7 +28,7 @@ public struct WorkerConfiguration: Sendable {
     /// without their own `courier.destinations.max_in_flight` (default ``Defaults/perHostLimit``,
     /// 200, a default worker's slots: one fast host drains at full speed, which 100 did not
     /// reliably do; a slow host may then fill one default worker, so lower it where one worker
-    /// serves many hosts of uneven speed, or cap slow hosts with `courier hosts set`). Every
+    /// serves many hosts of uneven speed, or cap slow hosts with `courier destinations set`). Every
     /// worker should use the same value; the claim enforces it.
     public var perHostLimit: Int
     /// How long a job whose queue is at its per-process cap waits before it is due again

@@ -49,7 +49,7 @@ final class DestinationTests: XCTestCase {
         throws
     {
         let now = Date()
-        try store.complete(jobs.map { job in
+        try store.recordOutcomes(jobs.map { job in
             AttemptRecord(
                 jobID: job.id, attempt: job.attempt,
                 transition: JobTransition.decide(
@@ -199,7 +199,7 @@ final class DestinationTests: XCTestCase {
         try DestinationStore(connection: connection).update(host("flaky"), {
             var change = DestinationSettingsChange()
             change.breakerThreshold = 3
-            change.breakerCooldownSeconds = 60
+            change.breakerCooldown = .seconds(60)
             return change
         }())
         let store = JobStore(connection: connection, workerID: "w1")

@@ -254,12 +254,12 @@ final class HostileInputValidationTests: XCTestCase {
         var farRunAt = good
         farRunAt.runAt = Date().addingTimeInterval(2 * 365 * 86_400)
         var farDelay = good
-        farDelay.delaySeconds = 2 * 365 * 86_400
+        farDelay.delay = .seconds(2 * 365 * 86_400)
         var soonQueue = good
         soonQueue.queue = "soon"
-        soonQueue.delaySeconds = 2 * 86_400
+        soonQueue.delay = .seconds(2 * 86_400)
         var soonOK = soonQueue
-        soonOK.delaySeconds = 3_600
+        soonOK.delay = .seconds(3_600)
         let lines = [[(1, good), (2, farRunAt), (3, farDelay), (4, soonQueue), (5, soonOK)]]
         XCTAssertThrowsError(try store.importJobs(lines, skipInvalid: false)) { error in
             let problems = (error as? ImportRejected)?.problems ?? []
@@ -368,10 +368,10 @@ final class HostileInputValidationTests: XCTestCase {
         let again = try store.claim(queues: [queue], limit: 10, lease: .seconds(30))
         let now = Date()
         XCTAssertEqual(
-            try store.complete([
+            try store.recordOutcomes([
                 AttemptRecord(jobID: again[0].id, attempt: again[0].attempt, transition: .dead(reason: "invalid URL"),
                               delivery: .failure(.invalidRequest, error: "invalid URL"), startedAt: now, finishedAt: now)
-            ]), [again[0].id])
+            ]).changed, [again[0].id])
         XCTAssertEqual(try owner.query("SELECT state::text FROM courier.jobs")[0].decode(0, as: String.self), "dead")
         // Changing the request itself is checked.
         XCTAssertThrowsError(try owner.query("UPDATE courier.jobs SET headers = 'null'")) { error in

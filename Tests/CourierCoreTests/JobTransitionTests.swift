@@ -106,20 +106,20 @@ final class JobTransitionTests: XCTestCase {
             .dead(reason: "HTTP 404"))
     }
 
-    func testTheReceiverSignalTravelsWithTheVerdict() {
-        XCTAssertEqual(Delivery.delivered(status: 204).verdict.receiver, .answered)
-        XCTAssertEqual(Delivery.response(status: 400, error: "HTTP 400").verdict.receiver, .answered)
-        XCTAssertEqual(Delivery.response(status: 410, error: "HTTP 410").verdict.receiver, .gone)
-        XCTAssertEqual(Delivery.failure(.refusedTarget, error: "refused: private address").verdict.receiver, .none)
-        XCTAssertEqual(Delivery.response(status: 500, error: "HTTP 500").verdict.receiver, .failed)
-        XCTAssertEqual(Delivery.response(status: 503, error: "HTTP 503", retryAfter: .seconds(5)).verdict.receiver, .failed)
-        XCTAssertEqual(Delivery.response(status: 408, error: "HTTP 408").verdict.receiver, .failed)
+    func testTheDestinationSignalTravelsWithTheVerdict() {
+        XCTAssertEqual(Delivery.delivered(status: 204).verdict.destination, .answered)
+        XCTAssertEqual(Delivery.response(status: 400, error: "HTTP 400").verdict.destination, .answered)
+        XCTAssertEqual(Delivery.response(status: 410, error: "HTTP 410").verdict.destination, .gone)
+        XCTAssertEqual(Delivery.failure(.refusedTarget, error: "refused: private address").verdict.destination, .none)
+        XCTAssertEqual(Delivery.response(status: 500, error: "HTTP 500").verdict.destination, .failed)
+        XCTAssertEqual(Delivery.response(status: 503, error: "HTTP 503", retryAfter: .seconds(5)).verdict.destination, .failed)
+        XCTAssertEqual(Delivery.response(status: 408, error: "HTTP 408").verdict.destination, .failed)
         XCTAssertEqual(
-            Delivery.failure(.transport(.connectionReset), error: "connection reset").verdict.receiver, .failed)
-        XCTAssertEqual(Delivery.response(status: 429, error: "HTTP 429", retryAfter: .seconds(5)).verdict.receiver, .none)
-        XCTAssertEqual(Delivery.response(status: 425, error: "HTTP 425").verdict.receiver, .answered)
-        XCTAssertEqual(Delivery.failure(.interrupted, error: "interrupted").verdict.receiver, .none)
-        XCTAssertEqual(Delivery.failure(.tokenUnavailable, error: "token endpoint down").verdict.receiver, .none)
+            Delivery.failure(.transport(.connectionReset), error: "connection reset").verdict.destination, .failed)
+        XCTAssertEqual(Delivery.response(status: 429, error: "HTTP 429", retryAfter: .seconds(5)).verdict.destination, .none)
+        XCTAssertEqual(Delivery.response(status: 425, error: "HTTP 425").verdict.destination, .answered)
+        XCTAssertEqual(Delivery.failure(.interrupted, error: "interrupted").verdict.destination, .none)
+        XCTAssertEqual(Delivery.failure(.tokenUnavailable, error: "token endpoint down").verdict.destination, .none)
     }
 
     func testASuccessHasNoErrorAndAFailureNamesItsStatus() {

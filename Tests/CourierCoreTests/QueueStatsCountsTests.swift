@@ -56,7 +56,7 @@ final class QueueStatsCountsTests: OwnDatabaseTestCase {
             (.retry(delay: .zero), .response(status: 503, error: "HTTP 503")),
             (.dead(reason: "HTTP 400"), .response(status: 400, error: "HTTP 400")),
         ]
-        try store.complete(zip(claimed, results).map { job, outcome in
+        try store.recordOutcomes(zip(claimed, results).map { job, outcome in
             AttemptRecord(jobID: job.id, attempt: job.attempt, transition: outcome.0, delivery: outcome.1,
                           startedAt: now, finishedAt: now)
         })
@@ -132,8 +132,8 @@ final class QueueStatsCountsTests: OwnDatabaseTestCase {
         XCTAssertEqual(counts.map(\.jobs), [2, 1, 1, 1])
         // `courier stats` reports the same lag: the due pending job's, not the dead ones'.
         let health = try AdminStore(connection: connection).stats().queues
-        XCTAssertEqual(try XCTUnwrap(health.first { $0.queue == "q" }).lagSeconds, 30, accuracy: 5)
-        XCTAssertEqual(try XCTUnwrap(health.first { $0.queue == "idle" }).lagSeconds, 0)
+        XCTAssertEqual(try XCTUnwrap(health.first { $0.queue == "q" }).lag.seconds, 30, accuracy: 5)
+        XCTAssertEqual(try XCTUnwrap(health.first { $0.queue == "idle" }).lag, .zero)
     }
 
     func testTheViewReadsTheCountsNotTheJobs() throws {

@@ -75,19 +75,19 @@ final class RetentionTests: OwnDatabaseTestCase {
     func testQueueSettingsOverrideTheDefaultsForThatQueueOnly() throws {
         try AdminStore(connection: connection).updateRetention("short", {
             var change = QueueRetentionChange()
-            change.keepSucceeded = .some(3600)
-            change.keepDead = .some(2 * day)
+            change.keepSucceeded = .some(.seconds(3600))
+            change.keepDead = .some(.seconds(2 * day))
             return change
         }())
         try AdminStore(connection: connection).updateRetention("long", {
             var change = QueueRetentionChange()
-            change.keepSucceeded = .some(90 * day)
-            change.keepCancelled = .some(0)
+            change.keepSucceeded = .some(.seconds(90 * day))
+            change.keepCancelled = .some(.seconds(0))
             return change
         }())
         XCTAssertEqual(
             try AdminStore(connection: connection).retention(of: "short"),
-            QueueRetention(keepSucceeded: 3600, keepCancelled: nil, keepDead: 2 * day))
+            QueueRetention(keepSucceeded: .seconds(3600), keepCancelled: nil, keepDead: .seconds(2 * day)))
         for queue in ["short", "long", "plain"] {
             try insert(2, queue: queue, state: "succeeded", age: 2 * 3600)
             try insert(2, queue: queue, state: "succeeded", age: 10 * day)
@@ -111,26 +111,26 @@ final class RetentionTests: OwnDatabaseTestCase {
         var reset = QueueRetentionChange()
         reset.keepSucceeded = .some(nil)
         try AdminStore(connection: connection).updateRetention("long", reset)
-        XCTAssertEqual(try AdminStore(connection: connection).retention(of: "long"), QueueRetention(keepCancelled: 0))
+        XCTAssertEqual(try AdminStore(connection: connection).retention(of: "long"), QueueRetention(keepCancelled: .zero))
         XCTAssertEqual(try AdminStore(connection: connection).retention(of: "nothing-set"), QueueRetention())
     }
 
     func testRetentionOutsideTheAllowedRangeIsRefusedByTheTable() throws {
         var change = QueueRetentionChange()
-        change.keepDead = .some(-1)
+        change.keepDead = .some(.seconds(-1))
         XCTAssertThrowsError(try AdminStore(connection: connection).updateRetention("q", change)) { error in
             XCTAssertEqual((error as? PostgresError)?.sqlState, "23514")
         }
-        change.keepDead = .some(3651 * day)
+        change.keepDead = .some(.seconds(3651 * day))
         XCTAssertThrowsError(try AdminStore(connection: connection).updateRetention("q", change))
         XCTAssertEqual(try count("SELECT count(*) FROM courier.queues"), 0)
     }
 
     func testLiveJobsAreNeverRemovedWhateverTheirAge() throws {
         var change = QueueRetentionChange()
-        change.keepSucceeded = .some(0)
-        change.keepCancelled = .some(0)
-        change.keepDead = .some(0)
+        change.keepSucceeded = .some(.seconds(0))
+        change.keepCancelled = .some(.seconds(0))
+        change.keepDead = .some(.seconds(0))
         try AdminStore(connection: connection).updateRetention("q", change)
         let pending = try insert(3, queue: "q", state: "pending", age: 400 * day)
         let running = try insert(3, queue: "q", state: "running", age: 400 * day)

@@ -194,7 +194,7 @@ final class RolesTests: XCTestCase {
                                                  schedule: job.schedule, random: 0.5),
                 delivery: { var d = result; d.responseExcerpt = "ok"; return d }(), startedAt: now, finishedAt: now)
         }
-        XCTAssertEqual(try store.complete(records).count, 3)
+        XCTAssertEqual(try store.recordOutcomes(records).changed.count, 3)
         // Rescue of an expired lease and retention of old successes, as the maintenance pass runs them.
         let again = try store.claim(queues: [queue], limit: 1, lease: .seconds(30))
         XCTAssertEqual(again.count, 1)
@@ -264,7 +264,7 @@ final class RolesTests: XCTestCase {
         try store.setPaused("ops", true)
         var change = QueueSettingsChange()
         change.maxAttempts = .some(5)
-        change.retrySchedule = .some([1, 60])
+        change.retrySchedule = .some([.seconds(1), .seconds(60)])
         try store.update("ops", change)
         XCTAssertEqual(try store.queues().first { $0.name == "ops" }?.maxAttempts, 5)
         _ = try store.stats()

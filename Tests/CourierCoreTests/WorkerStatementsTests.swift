@@ -88,7 +88,7 @@ final class WorkerStatementsTests: XCTestCase {
                                                  schedule: RetrySchedule(delays: [.seconds(60)]), random: 0.5),
                 delivery: { var d = result; d.responseExcerpt = "ok"; return d }(), startedAt: now, finishedAt: now.addingTimeInterval(0.012))
         }
-        XCTAssertEqual(try store.complete(records), Set(ids))
+        XCTAssertEqual(try store.recordOutcomes(records).changed, Set(ids))
         XCTAssertEqual(try ids.map(state), ["succeeded", "retrying", "dead"])
         let retry = try connection.query(
             "SELECT run_at > now() + interval '50 seconds', last_status, last_error, finished_at IS NULL FROM courier.jobs WHERE id = $1",
@@ -118,15 +118,15 @@ final class WorkerStatementsTests: XCTestCase {
         let again = try other.claim(queues: [queue], limit: 1, lease: .seconds(30))
         XCTAssertEqual(again.first?.attempt, 2)
         let now = Date()
-        try other.complete([
+        try other.recordOutcomes([
             AttemptRecord(jobID: ids[0], attempt: 2, transition: .succeed, delivery: .delivered(status: 200),
                           startedAt: now, finishedAt: now)
         ])
         // The first worker's late failure must not overwrite the success.
-        let late = try store.complete([
+        let late = try store.recordOutcomes([
             AttemptRecord(jobID: ids[0], attempt: claimed[0].attempt, transition: .dead(reason: "late"),
                           delivery: .response(status: 400, error: "late"), startedAt: now, finishedAt: now)
-        ])
+        ]).changed
         XCTAssertEqual(late, [])
         XCTAssertEqual(try state(ids[0]), "succeeded")
     }
@@ -184,7 +184,7 @@ final class WorkerStatementsTests: XCTestCase {
         let ids = try enqueue(1)
         let store = JobStore(connection: connection, workerID: "w1")
         let claimed = try store.claim(queues: [queue], limit: 1, lease: .seconds(1))
-        try store.complete([
+        try store.recordOutcomes([
             AttemptRecord(jobID: ids[0], attempt: claimed[0].attempt, transition: .succeed, delivery: .delivered(status: 200),
                           startedAt: Date(), finishedAt: Date())
         ])

@@ -49,7 +49,7 @@ final class DestinationWorkerTests: WorkerTestCase {
         let port = sink.port
         var change = DestinationSettingsChange()
         change.breakerThreshold = 3
-        change.breakerCooldownSeconds = 3600
+        change.breakerCooldown = .seconds(3600)
         try DestinationStore(connection: probe.connection).update("failing.localhost", change)
         for _ in 0..<30 {
             try probe.enqueue(url: "http://failing.localhost:\(port)/fail", queue: queue, maxAttempts: 10, retrySeconds: [0.1])

@@ -165,7 +165,7 @@ final class APIClientTests: XCTestCase {
             }
             let api = APIClient(baseURL: sink.baseURL, transport: transport)
             let token = try await api.send(Endpoint<OAuth2TokenResponse>(method: "POST", path: "token", body: .form(Form())))
-            XCTAssertEqual(token, OAuth2TokenResponse(accessToken: "t-1", expiresIn: 3600, tokenType: "bearer"))
+            XCTAssertEqual(token, OAuth2TokenResponse(accessToken: "t-1", expiresIn: .seconds(3600), tokenType: "bearer"))
             do {
                 _ = try await api.send(Endpoint<OAuth2TokenResponse>(method: "GET", path: "token"))
                 XCTFail("no error")

@@ -49,7 +49,7 @@ final class OAuth2ClientCredentialsTests: XCTestCase {
     func testExpiresInAsAStringAndNoExpiry() throws {
         let decoder = JSONDecoder()
         XCTAssertEqual(
-            try decoder.decode(OAuth2TokenResponse.self, from: Data(#"{"access_token":"a","expires_in":"120"}"#.utf8)).expiresIn, 120)
+            try decoder.decode(OAuth2TokenResponse.self, from: Data(#"{"access_token":"a","expires_in":"120"}"#.utf8)).expiresIn, .seconds(120))
         XCTAssertNil(try decoder.decode(OAuth2TokenResponse.self, from: Data(#"{"access_token":"a"}"#.utf8)).expiresIn)
     }
 

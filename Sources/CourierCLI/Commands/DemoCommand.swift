@@ -73,7 +73,7 @@ struct DemoCommand: ParsableCommand {
             try connection.run(
                 DemoStatements.enqueue,
                 .init(url: sink.baseURL + delivery.path, payload: #"{"type":"\#(delivery.event)"}"#, queue: queue,
-                      maxAttempts: 5, retrySchedule: [0.5, 1.0]))
+                      maxAttempts: 5, retrySchedule: [.milliseconds(500), .seconds(1)]))
         }
         print("Enqueued \(deliveries.count) deliveries; running a worker until they settle...\n")
 
@@ -88,7 +88,7 @@ struct DemoCommand: ParsableCommand {
             configuration: WorkerConfiguration(workerID: "demo-worker", queues: [queue], concurrency: 8, pollInterval: .milliseconds(100)),
             deliverer: deliverer, logger: logger)
         try pool.start()
-        let deadline = Date().addingTimeInterval(limit)
+        let deadline = Date().addingTimeInterval(limit.inSeconds)
         var unsettled = deliveries.count
         while Date() < deadline {
             unsettled = try connection.run(DemoStatements.unsettledCount, queue)[0].decode(0)

@@ -3,11 +3,11 @@ import CourierCore
 import Foundation
 import CourierCLISupport
 
-/// `courier hosts`: destinations, their live state and their settings (`courier.destinations`).
-struct HostsCommand: ParsableCommand {
+/// `courier destinations`: destinations, their live state and their settings (`courier.destinations`).
+struct DestinationsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "hosts",
-        abstract: "List destination hosts; disable, enable and limit them.",
+        commandName: "destinations",
+        abstract: "List destinations (receiving hosts); disable, enable and limit them.",
         discussion: """
             Every job's URL host is a destination. Workers never run more than its in-flight
             cap of requests at it (across all workers), start at most its rate limit per
@@ -15,15 +15,17 @@ struct HostsCommand: ParsableCommand {
             is disabled (a 410 Gone disables it too). Its waiting jobs stay due and visible.
 
             Examples:
-              courier hosts list
-              courier hosts disable hooks.example.com --reason "customer asked to pause"
-              courier hosts enable hooks.example.com
-              courier hosts set hooks.example.com --max-in-flight 8 --rate-limit 50
+              courier destinations list
+              courier destinations disable hooks.example.com --reason "customer asked to pause"
+              courier destinations enable hooks.example.com
+              courier destinations set hooks.example.com --max-in-flight 8 --rate-limit 50
 
             SQL: SELECT * FROM courier.destinations;
+            `courier hosts` is the same command under its former name.
             """,
         subcommands: [List.self, Disable.self, Enable.self, Set.self],
-        defaultSubcommand: List.self
+        defaultSubcommand: List.self,
+        aliases: ["hosts"]
     )
 
     static func host(_ text: String) throws -> String {
@@ -41,8 +43,8 @@ struct HostsCommand: ParsableCommand {
                 workers started with another --per-host-limit use theirs.
 
                 Examples:
-                  courier hosts list
-                  courier hosts list hooks.example.com --json
+                  courier destinations list
+                  courier destinations list hooks.example.com --json
 
                 SQL: SELECT host, failure_streak, opened_at, disabled_reason FROM courier.destinations;
                 """
@@ -59,7 +61,7 @@ struct HostsCommand: ParsableCommand {
         func run() throws {
             guard (1...100_000).contains(limit) else { throw CLIError.usage("--limit must be between 1 and 100000") }
             guard defaultMaxInFlight >= 1 else { throw CLIError.usage("--default-max-in-flight must be at least 1") }
-            let filter = try host.map(HostsCommand.host)
+            let filter = try host.map(DestinationsCommand.host)
             let connection = try database.connect()
             defer { connection.close() }
             let hosts = try DestinationStore(connection: connection).list(
@@ -73,7 +75,7 @@ struct HostsCommand: ParsableCommand {
                         "max_in_flight": host.maxInFlight, "max_in_flight_is_default": host.maxInFlightIsDefault,
                         "rate_limit": Output.orNull(host.rateLimit), "failure_streak": host.failureStreak,
                         "breaker": host.breaker, "breaker_threshold": host.breakerThreshold,
-                        "breaker_cooldown_seconds": host.breakerCooldownSeconds,
+                        "breaker_cooldown_seconds": host.breakerCooldown.inSeconds,
                         "opened_at": Output.jsonTime(host.openedAt), "probe_at": Output.jsonTime(host.probeAt),
                         "disabled": host.disabledAt != nil, "disabled_at": Output.jsonTime(host.disabledAt),
                         "disabled_reason": Output.orNull(host.disabledReason.map(Redaction.text)),
@@ -114,27 +116,27 @@ struct HostsCommand: ParsableCommand {
             abstract: "Stop sending to a host; its jobs wait, parked, until it is enabled.",
             discussion: """
                 Requests already on their way finish. Nothing is dropped: the host's jobs stay
-                due and show in `courier hosts list` and `courier jobs list`.
+                due and show in `courier destinations list` and `courier jobs list`.
 
                 Example:
-                  courier hosts disable hooks.example.com --reason "endpoint migrating"
+                  courier destinations disable hooks.example.com --reason "endpoint migrating"
                 """
         )
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var output: OutputOptions
         @Argument(help: "Host name (or a URL: its host is taken).")
         var host: String
-        @Option(help: "Why, shown by `courier hosts list`.")
+        @Option(help: "Why, shown by `courier destinations list`.")
         var reason = "disabled by an operator"
 
         func run() throws {
-            let host = try HostsCommand.host(self.host)
+            let host = try DestinationsCommand.host(self.host)
             guard !reason.isEmpty, reason.count <= 500 else { throw CLIError.usage("--reason must be 1-500 characters") }
             let connection = try database.connect()
             defer { connection.close() }
             try DestinationStore(connection: connection).disable(host, reason: reason)
             if output.json { try Output.json(["host": host, "disabled": true]) } else {
-                print("Host \(host) disabled; its jobs wait until `courier hosts enable \(host)`.")
+                print("Host \(host) disabled; its jobs wait until `courier destinations enable \(host)`.")
             }
         }
     }
@@ -144,7 +146,7 @@ struct HostsCommand: ParsableCommand {
             abstract: "Send to a disabled host again; also closes its circuit breaker.",
             discussion: """
                 Example:
-                  courier hosts enable hooks.example.com
+                  courier destinations enable hooks.example.com
                 """
         )
         @OptionGroup var database: DatabaseOptions
@@ -153,7 +155,7 @@ struct HostsCommand: ParsableCommand {
         var host: String
 
         func run() throws {
-            let host = try HostsCommand.host(self.host)
+            let host = try DestinationsCommand.host(self.host)
             let connection = try database.connect()
             defer { connection.close() }
             guard try DestinationStore(connection: connection).enable(host) else {
@@ -170,10 +172,10 @@ struct HostsCommand: ParsableCommand {
             abstract: "Change a host's in-flight cap, rate limit or breaker; 'default' restores a default.",
             discussion: """
                 Examples:
-                  courier hosts set hooks.example.com --max-in-flight 8
-                  courier hosts set hooks.example.com --rate-limit 20 --breaker-threshold 5 --breaker-cooldown 1m
-                  courier hosts set hooks.example.com --max-in-flight default --rate-limit none
-                  courier hosts set hooks.zapier.com --on-gone dead
+                  courier destinations set hooks.example.com --max-in-flight 8
+                  courier destinations set hooks.example.com --rate-limit 20 --breaker-threshold 5 --breaker-cooldown 1m
+                  courier destinations set hooks.example.com --max-in-flight default --rate-limit none
+                  courier destinations set hooks.zapier.com --on-gone dead
 
                 SQL: UPDATE courier.destinations SET max_in_flight = 8 WHERE host = 'hooks.example.com';
                 """
@@ -196,7 +198,7 @@ struct HostsCommand: ParsableCommand {
         var onGone: String?
 
         func run() throws {
-            let host = try HostsCommand.host(self.host)
+            let host = try DestinationsCommand.host(self.host)
             var change = DestinationSettingsChange()
             if let maxInFlight {
                 if maxInFlight == "default" { change.maxInFlight = .some(nil) } else {
@@ -221,11 +223,11 @@ struct HostsCommand: ParsableCommand {
                 change.breakerThreshold = breakerThreshold
             }
             if let breakerCooldown {
-                let seconds = try parseDuration(breakerCooldown, flag: "--breaker-cooldown")
-                guard seconds >= 1, seconds <= 86_400 else {
+                let cooldown = try parseDuration(breakerCooldown, flag: "--breaker-cooldown")
+                guard cooldown >= .seconds(1), cooldown <= .seconds(86_400) else {
                     throw CLIError.usage("--breaker-cooldown must be between 1s and 1d")
                 }
-                change.breakerCooldownSeconds = seconds
+                change.breakerCooldown = cooldown
             }
             if let onGone {
                 switch onGone {
@@ -248,11 +250,11 @@ struct HostsCommand: ParsableCommand {
                 try Output.json([
                     "host": host, "max_in_flight": info.maxInFlightIsDefault ? NSNull() : info.maxInFlight as Any,
                     "rate_limit": Output.orNull(info.rateLimit), "breaker_threshold": info.breakerThreshold,
-                    "breaker_cooldown_seconds": info.breakerCooldownSeconds,
+                    "breaker_cooldown_seconds": info.breakerCooldown.inSeconds,
                     "on_gone": info.disableOnGone ? "disable" : "dead",
                 ])
             } else {
-                print("Host \(host): max in flight \(info.maxInFlightIsDefault ? "default" : String(info.maxInFlight)), rate limit \(info.rateLimit.map { "\(List.number($0))/s" } ?? "none"), breaker after \(info.breakerThreshold) failures, cool-down \(Output.duration(info.breakerCooldownSeconds)), 410 Gone: \(info.disableOnGone ? "disables the host" : "the job goes dead").")
+                print("Host \(host): max in flight \(info.maxInFlightIsDefault ? "default" : String(info.maxInFlight)), rate limit \(info.rateLimit.map { "\(List.number($0))/s" } ?? "none"), breaker after \(info.breakerThreshold) failures, cool-down \(Output.duration(info.breakerCooldown)), 410 Gone: \(info.disableOnGone ? "disables the host" : "the job goes dead").")
             }
         }
     }

@@ -122,7 +122,7 @@ struct EnqueueCommand: ParsableCommand {
             }
         }
         job.queue = queue
-        if let delay { job.delaySeconds = try parseDuration(delay, flag: "--delay") }
+        if let delay { job.delay = try parseDuration(delay, flag: "--delay") }
         if let at {
             guard let date = parseISO8601(at) else {
                 throw CLIError.usage("--at: \(at.debugDescription) is not an ISO 8601 time (e.g. 2026-01-31T12:00:00Z)")

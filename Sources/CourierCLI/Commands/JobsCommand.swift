@@ -328,7 +328,7 @@ enum JobsOutput {
             object["headers"] = job.headers.map { ["name": Redaction.text($0.0), "value": $0.1] }
             object["body_bytes"] = Output.orNull(job.body?.count)
             object["body_excerpt"] = Output.orNull(bodyText)
-            object["retry_schedule_seconds"] = Output.orNull(job.retrySchedule)
+            object["retry_schedule_seconds"] = Output.seconds(job.retrySchedule)
             object["updated_at"] = Output.timestamp(job.updatedAt)
             object["locked_by"] = Output.orNull(job.lockedBy.map(Redaction.text))
             object["locked_until"] = Output.jsonTime(job.lockedUntil)
@@ -337,7 +337,7 @@ enum JobsOutput {
                 [
                     "attempt": attempt.attempt, "started_at": Output.timestamp(attempt.startedAt),
                     "finished_at": Output.timestamp(attempt.finishedAt),
-                    "duration_ms": (attempt.durationMilliseconds * 10).rounded() / 10,
+                    "duration_ms": (attempt.duration.seconds * 10_000).rounded() / 10,
                     "status": Output.orNull(attempt.status),
                     "error": Output.orNull(attempt.error.map(Redaction.message)),
                     "worker": Redaction.text(attempt.worker), "in_process": attempt.inProcess,
@@ -378,7 +378,7 @@ enum JobsOutput {
             rows.append([
                 attempt.inProcess ? "\(attempt.attempt) (in process)" : String(attempt.attempt),
                 Output.timestamp(attempt.startedAt),
-                String(format: "%.1f ms", attempt.durationMilliseconds), attempt.status.map(String.init) ?? "-",
+                String(format: "%.1f ms", attempt.duration.seconds * 1000), attempt.status.map(String.init) ?? "-",
                 Output.clip(Redaction.message(attempt.error ?? ""), 60), Redaction.text(attempt.worker),
             ])
         }

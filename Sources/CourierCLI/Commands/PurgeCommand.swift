@@ -47,7 +47,7 @@ struct PurgeCommand: ParsableCommand {
 
     func run() throws {
         let age = try parseDuration(olderThan, flag: "--older-than")
-        let cutoff = Date().addingTimeInterval(-age)
+        let cutoff = Date().addingTimeInterval(-age.inSeconds)
         let connection = try database.connect()
         defer { connection.close() }
         let store = AdminStore(connection: connection)

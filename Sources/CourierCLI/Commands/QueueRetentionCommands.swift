@@ -28,18 +28,18 @@ struct KeepOptions: ParsableArguments {
     }
 
     /// A retention period for people: `3d`, or `default (7d)` when the queue sets none.
-    static func keep(_ seconds: Double?, _ fallback: String) -> String {
-        seconds.map(Output.duration) ?? "default (\(fallback))"
+    static func keep(_ period: Duration?, _ fallback: String) -> String {
+        period.map { Output.duration($0) } ?? "default (\(fallback))"
     }
 
-    /// Seconds for a retention flag, nil for `default`; 0 to 3650 days like `queues_keep_bounded`.
-    static func period(_ text: String, flag: String) throws -> Double? {
+    /// The period of a retention flag, nil for `default`; 0 to 3650 days like `queues_keep_bounded`.
+    static func period(_ text: String, flag: String) throws -> Duration? {
         if text == "default" { return nil }
-        let seconds = try parseDuration(text, flag: flag)
-        guard seconds >= 0, seconds <= 3650 * 86_400 else {
+        let period = try parseDuration(text, flag: flag)
+        guard period >= .zero, period <= .hours(3650 * 24) else {
             throw CLIError.usage("\(flag): \(text.debugDescription) is outside 0s to 3650d")
         }
-        return seconds
+        return period
     }
 }
 
@@ -74,18 +74,18 @@ extension QueuesCommand {
                 throw CLIError.notFound("no queue named \(Redaction.text(name)) (it has no settings and no jobs)")
             }
             let retention = try store.retention(of: name)
-            let lag = counts.compactMap(\.lagSeconds).max() ?? 0
+            let lag = counts.compactMap(\.lag).max()?.seconds ?? 0
             if output.json {
                 var states: [String: Any] = [:]
                 for count in counts { states[count.state] = count.jobs }
                 try Output.json([
                     "name": Redaction.text(name), "paused": settings?.paused ?? false,
                     "max_attempts": Output.orNull(settings?.maxAttempts),
-                    "retry_schedule_seconds": Output.orNull(settings?.retrySchedule),
+                    "retry_schedule_seconds": Output.seconds(settings?.retrySchedule),
                     "signed": settings?.signed ?? false, "max_in_flight": Output.orNull(settings?.maxInFlight),
-                    "keep_succeeded_seconds": Output.orNull(retention.keepSucceeded),
-                    "keep_cancelled_seconds": Output.orNull(retention.keepCancelled),
-                    "keep_dead_seconds": Output.orNull(retention.keepDead),
+                    "keep_succeeded_seconds": Output.seconds(retention.keepSucceeded),
+                    "keep_cancelled_seconds": Output.seconds(retention.keepCancelled),
+                    "keep_dead_seconds": Output.seconds(retention.keepDead),
                     "oauth": OAuthOptions.json(settings),
                     "jobs": states, "lag_seconds": (lag * 1000).rounded() / 1000,
                 ])

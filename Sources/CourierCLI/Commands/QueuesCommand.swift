@@ -41,7 +41,7 @@ struct QueuesCommand: ParsableCommand {
                     [
                         "name": Redaction.text(queue.name), "paused": queue.paused,
                         "max_attempts": Output.orNull(queue.maxAttempts),
-                        "retry_schedule_seconds": Output.orNull(queue.retrySchedule), "signed": queue.signed,
+                        "retry_schedule_seconds": Output.seconds(queue.retrySchedule), "signed": queue.signed,
                         "max_in_flight": Output.orNull(queue.maxInFlight), "oauth": OAuthOptions.json(queue),
                     ]
                 })
@@ -203,11 +203,11 @@ struct QueuesCommand: ParsableCommand {
             if output.json {
                 try Output.json([
                     "name": name, "max_attempts": Output.orNull(settings?.maxAttempts),
-                    "retry_schedule_seconds": Output.orNull(settings?.retrySchedule), "signed": settings?.signed ?? false,
+                    "retry_schedule_seconds": Output.seconds(settings?.retrySchedule), "signed": settings?.signed ?? false,
                     "max_in_flight": Output.orNull(settings?.maxInFlight), "paused": settings?.paused ?? false,
-                    "keep_succeeded_seconds": Output.orNull(kept.keepSucceeded),
-                    "keep_cancelled_seconds": Output.orNull(kept.keepCancelled),
-                    "keep_dead_seconds": Output.orNull(kept.keepDead),
+                    "keep_succeeded_seconds": Output.seconds(kept.keepSucceeded),
+                    "keep_cancelled_seconds": Output.seconds(kept.keepCancelled),
+                    "keep_dead_seconds": Output.seconds(kept.keepDead),
                     "oauth": OAuthOptions.json(settings),
                 ])
             } else {

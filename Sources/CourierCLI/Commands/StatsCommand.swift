@@ -53,19 +53,22 @@ struct StatsCommand: ParsableCommand {
             }
             // A pipe is block-buffered: without this, `stats --watch | tee` shows nothing for minutes.
             fflush(nil)
-            if watch { Thread.sleep(forTimeInterval: max(every, 0.2)) }
+            if watch { Thread.sleep(forTimeInterval: max(every.inSeconds, 0.2)) }
         } while watch
     }
+
+    /// A latency in milliseconds, as the table and the JSON show it.
+    static func milliseconds(_ value: StoredDuration?) -> Double? { value.map { $0.seconds * 1000 } }
 
     static func json(_ report: QueueStatsReport) -> [String: Any] {
         [
             "queues": report.queues.map { q -> [String: Any] in
                 [
                     "queue": Redaction.text(q.queue), "paused": q.paused, "pending": q.pending, "running": q.running,
-                    "retrying": q.retrying, "dead": q.dead, "lag_seconds": (q.lagSeconds * 1000).rounded() / 1000,
+                    "retrying": q.retrying, "dead": q.dead, "lag_seconds": (q.lag.seconds * 1000).rounded() / 1000,
                     "succeeded_last_hour": q.succeededLastHour, "dead_last_hour": q.deadLastHour,
-                    "recent_attempts": q.recentAttempts, "latency_ms_p50": Output.orNull(q.p50Milliseconds),
-                    "latency_ms_p95": Output.orNull(q.p95Milliseconds), "latency_ms_p99": Output.orNull(q.p99Milliseconds),
+                    "recent_attempts": q.recentAttempts, "latency_ms_p50": Output.orNull(milliseconds(q.p50)),
+                    "latency_ms_p95": Output.orNull(milliseconds(q.p95)), "latency_ms_p99": Output.orNull(milliseconds(q.p99)),
                 ]
             },
             "estimated_totals": Dictionary(uniqueKeysWithValues: report.estimatedTotals.map { ($0.key.rawValue, $0.value) }),
@@ -74,15 +77,15 @@ struct StatsCommand: ParsableCommand {
 
     static func render(_ report: QueueStatsReport) -> String {
         guard !report.queues.isEmpty else { return "No jobs yet." }
-        func ms(_ value: Double?) -> String { value.map { String(format: "%.1f", $0) } ?? "-" }
+        func ms(_ value: StoredDuration?) -> String { milliseconds(value).map { String(format: "%.1f", $0) } ?? "-" }
         var rows = [["QUEUE", "PENDING", "RUNNING", "RETRYING", "DEAD", "LAG", "OK/1H", "DEAD/1H", "P50 MS", "P95 MS", "P99 MS"]]
         for q in report.queues {
             rows.append([
                 Redaction.text(q.queue) + (q.paused ? " (paused)" : ""), Output.count(q.pending),
                 Output.count(q.running),
-                Output.count(q.retrying), Output.count(q.dead), q.lagSeconds > 0 ? Output.duration(q.lagSeconds) : "0",
-                Output.count(q.succeededLastHour), Output.count(q.deadLastHour), ms(q.p50Milliseconds),
-                ms(q.p95Milliseconds), ms(q.p99Milliseconds),
+                Output.count(q.retrying), Output.count(q.dead), q.lag > .zero ? Output.duration(q.lag.seconds) : "0",
+                Output.count(q.succeededLastHour), Output.count(q.deadLastHour), ms(q.p50),
+                ms(q.p95), ms(q.p99),
             ])
         }
         var text = TextTable.render(rows)

@@ -37,7 +37,7 @@ func parseISO8601(_ text: String) -> Date? {
 }
 
 /// Parses a comma-separated schedule (`5s,1m,1h`).
-func parseSchedule(_ text: String, flag: String) throws -> [Double] {
+func parseSchedule(_ text: String, flag: String) throws -> [Duration] {
     let parts = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
     guard !parts.isEmpty else { throw CLIError.usage("\(flag): the schedule is empty (use e.g. 5s,1m,1h)") }
     return try parts.map { try parseDuration($0, flag: flag) }

@@ -181,7 +181,7 @@ final class JobLineReader: Sequence, IteratorProtocol {
             job.queue = queue
         }
         if let value = fields["delay"] {
-            job.delaySeconds = try seconds(value, "delay must be a duration like \"30s\" or a number of seconds")
+            job.delay = .seconds(try seconds(value, "delay must be a duration like \"30s\" or a number of seconds"))
         }
         if let value = fields["run_at"] {
             guard let text = value as? String, let date = parseISO8601(text) else {
@@ -202,7 +202,7 @@ final class JobLineReader: Sequence, IteratorProtocol {
         if let value = fields["retry_schedule"] {
             guard let items = value as? [Any] else { throw LineProblem(reason: "retry_schedule must be an array of durations") }
             job.retrySchedule = try items.map {
-                try seconds($0, "retry_schedule must be an array of durations like \"5s\"")
+                .seconds(try seconds($0, "retry_schedule must be an array of durations like \"5s\""))
             }
         }
         return job

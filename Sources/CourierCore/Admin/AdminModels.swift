@@ -24,7 +24,7 @@ public struct JobDetail: Sendable {
     /// Headers in stored order, values of secret-bearing headers already redacted.
     public var headers: [(String, String)]
     public var body: [UInt8]?
-    public var retrySchedule: [Double]?
+    public var retrySchedule: [Duration]?
     public var updatedAt: StoredTime
     public var lockedBy: String?
     public var lockedUntil: StoredTime?
@@ -37,7 +37,7 @@ public struct AttemptSummary: Sendable, Equatable {
     public var attempt: Int
     public var startedAt: StoredTime
     public var finishedAt: StoredTime
-    public var durationMilliseconds: Double
+    public var duration: StoredDuration
     public var status: Int?
     public var error: String?
     public var worker: String
@@ -104,7 +104,7 @@ public struct QueueSettings: Sendable, Equatable {
     public var name: String
     public var paused: Bool
     public var maxAttempts: Int?
-    public var retrySchedule: [Double]?
+    public var retrySchedule: [Duration]?
     /// Whether a signing secret is set (the secret itself never leaves the database here).
     public var signed: Bool
     public var maxInFlight: Int?
@@ -130,7 +130,7 @@ public enum QueueOAuthChange: Sendable {
 /// A change of queue settings: nil leaves a field alone, `.some(nil)` restores the default.
 public struct QueueSettingsChange: Sendable {
     public var maxAttempts: Int??
-    public var retrySchedule: [Double]??
+    public var retrySchedule: [Duration]??
     public var signingSecret: String??
     public var maxInFlight: Int??
 
@@ -148,15 +148,15 @@ public struct QueueHealth: Sendable, Equatable {
     public var running = 0
     public var retrying = 0
     public var dead = 0
-    /// Age in seconds of the oldest due pending or retrying job (0 when none is due).
-    public var lagSeconds: Double = 0
+    /// Age of the oldest due pending or retrying job (zero when none is due).
+    public var lag: StoredDuration = .zero
     public var succeededLastHour = 0
     public var deadLastHour = 0
     /// Attempts behind the percentiles.
     public var recentAttempts = 0
-    public var p50Milliseconds: Double?
-    public var p95Milliseconds: Double?
-    public var p99Milliseconds: Double?
+    public var p50: StoredDuration?
+    public var p95: StoredDuration?
+    public var p99: StoredDuration?
 
     public init(queue: String) { self.queue = queue }
 }
@@ -227,4 +227,60 @@ public struct StoredTime: Sendable, Equatable, PostgresDecodable, CustomStringCo
     public static func decode(postgresText text: String) -> StoredTime? { StoredTime(text: text) }
 
     public var description: String { text }
+}
+
+/// A stored span of time (a measured duration, a lag, a percentile) as the admin commands show
+/// it: a `Duration` when it is one, and always the server's own number.
+///
+/// Rows written around the API can make these infinite or NaN (an attempt with `duration_ms`
+/// `'Infinity'`, a job due at `-infinity`); decoding such a value never fails or traps, and it
+/// is shown as the server wrote it.
+public struct StoredDuration: Sendable, Equatable, Comparable, CustomStringConvertible {
+    /// The span, or nil when the stored number is not finite or longer than a billion years.
+    public let duration: Duration?
+    /// The number as the server sent it, in its unit (`1234.5`, `Infinity`, `NaN`).
+    public let text: String
+    /// The number's unit, seconds or milliseconds.
+    let scale: Double
+
+    /// A span known as a `Duration`.
+    public init(_ duration: Duration) {
+        self.duration = duration
+        text = String(duration.inSeconds)
+        scale = 1
+    }
+
+    /// A stored number of seconds (`scale` 1) or milliseconds (`scale` 0.001).
+    init(text: String, scale: Double) {
+        self.text = text
+        self.scale = scale
+        duration = Double(text).flatMap { Duration.stored(seconds: $0 * scale) }
+    }
+
+    /// No time at all.
+    public static let zero = StoredDuration(.zero)
+
+    /// The stored number in seconds: infinite or NaN as stored, for output that shows it.
+    package var seconds: Double { duration?.inSeconds ?? (Double(text).map { $0 * scale } ?? .nan) }
+
+    /// Shorter spans first; NaN counts as shorter than any span, so it never wins a `max`.
+    public static func < (lhs: StoredDuration, rhs: StoredDuration) -> Bool {
+        func key(_ value: StoredDuration) -> Double { value.seconds.isNaN ? -.infinity : value.seconds }
+        return key(lhs) < key(rhs)
+    }
+
+    public static func == (lhs: StoredDuration, rhs: StoredDuration) -> Bool {
+        lhs.duration == rhs.duration && (lhs.duration != nil || lhs.text == rhs.text)
+    }
+
+    public var description: String { duration.map { "\($0)" } ?? text }
+}
+
+extension Duration {
+    /// A stored number of seconds as a `Duration`, or nil when it is not finite or longer than
+    /// a billion years either way (`Duration.seconds(_:)` traps far beyond that).
+    package static func stored(seconds: Double) -> Duration? {
+        guard seconds.isFinite, abs(seconds) <= 3.2e16 else { return nil }
+        return .seconds(seconds)
+    }
 }

@@ -89,9 +89,10 @@ public struct AdminStore {
         CopyText.appendField(job.maxAttempts.map(String.init), to: &buffer); buffer.append(tab)
         CopyText.appendField(String(job.priority), to: &buffer); buffer.append(tab)
         CopyText.appendField(job.runAt.map(PostgresTimestamp.format), to: &buffer); buffer.append(tab)
-        CopyText.appendField(String(job.delaySeconds), to: &buffer); buffer.append(tab)
+        CopyText.appendField(String(job.delay.inSeconds), to: &buffer); buffer.append(tab)
         CopyText.appendField(job.idempotencyKey, to: &buffer); buffer.append(tab)
-        CopyText.appendField(job.retrySchedule.map { "{" + $0.map { String($0) }.joined(separator: ",") + "}" }, to: &buffer)
+        CopyText.appendField(
+            job.retrySchedule.map { "{" + $0.map { String($0.inSeconds) }.joined(separator: ",") + "}" }, to: &buffer)
         buffer.append(0x0A)
     }
 
@@ -132,12 +133,12 @@ public struct AdminStore {
         let attempts = try connection.run(AdminStatements.jobAttempts, id).rows.map { row in
             AttemptSummary(
                 attempt: try row.decode(0), startedAt: try row.decode(1), finishedAt: try row.decode(2),
-                durationMilliseconds: try row.decode(3), status: try row.decode(4), error: try row.decode(5),
+                duration: try row.decodeStoredMilliseconds(3) ?? .zero, status: try row.decode(4), error: try row.decode(5),
                 worker: try row.decode(6), responseExcerpt: try row.decode(7), inProcess: try row.decode(8))
         }
         return JobDetail(
             summary: summary, headers: headers, body: try row.decode(7),
-            retrySchedule: scheduleText.flatMap { PostgresArray.parse($0) }.map { $0.compactMap { $0.flatMap(Double.init) } },
+            retrySchedule: Self.schedule(scheduleText),
             updatedAt: try row.decode(13), lockedBy: try row.decode(15), lockedUntil: try row.decode(16),
             idempotencyKey: try row.decode(17), attempts: attempts)
     }
@@ -244,7 +245,7 @@ public struct AdminStore {
             let scheduleText: String? = try row.decode(3)
             return QueueSettings(
                 name: try row.decode(0), paused: try row.decode(1), maxAttempts: try row.decode(2),
-                retrySchedule: scheduleText.flatMap { PostgresArray.parse($0) }.map { $0.compactMap { $0.flatMap(Double.init) } },
+                retrySchedule: Self.schedule(scheduleText),
                 signed: try row.decode(4), maxInFlight: try row.decode(5), oauthTokenURL: try row.decode(6),
                 oauthClientID: try row.decode(7), oauthScope: try row.decode(8), oauthAudience: try row.decode(9))
         }
@@ -295,7 +296,7 @@ public struct AdminStore {
             case "retrying": item.retrying = count
             default: item.dead = count
             }
-            if let lag: Double = try row.decode(3) { item.lagSeconds = max(item.lagSeconds, lag) }
+            if let lag = try row.decodeStoredSeconds(3) { item.lag = max(item.lag, lag) }
             health[queue] = item
         }
         for row in try connection.run(AdminStatements.statsLastHour).rows {
@@ -309,9 +310,9 @@ public struct AdminStore {
             let queue: String = try row.decode(0)
             var item = entry(queue)
             item.recentAttempts = try row.decode(1)
-            item.p50Milliseconds = try row.decode(2)
-            item.p95Milliseconds = try row.decode(3)
-            item.p99Milliseconds = try row.decode(4)
+            item.p50 = try row.decodeStoredMilliseconds(2)
+            item.p95 = try row.decodeStoredMilliseconds(3)
+            item.p99 = try row.decodeStoredMilliseconds(4)
             health[queue] = item
         }
         for row in try connection.run(AdminStatements.pausedQueues).rows {

@@ -1,7 +1,7 @@
 import Foundation
 import Postgres
 
-/// A destination as `courier hosts` shows it.
+/// A destination as `courier destinations` shows it.
 public struct DestinationInfo: Sendable, Equatable {
     /// The host (lower case, no port).
     public var host: String
@@ -21,8 +21,8 @@ public struct DestinationInfo: Sendable, Equatable {
     public var failureStreak: Int
     /// Failures that open the breaker.
     public var breakerThreshold: Int
-    /// Seconds an open breaker waits before a probe.
-    public var breakerCooldownSeconds: Double
+    /// How long an open breaker waits before a probe.
+    public var breakerCooldown: Duration
     /// `closed`, `open` or `half-open` (a probe may go or is on its way).
     public var breaker: String
     /// When the breaker opened.
@@ -50,8 +50,8 @@ public struct DestinationSettingsChange: Sendable, Equatable {
     public var rateLimit: Double??
     /// Failures that open the breaker.
     public var breakerThreshold: Int?
-    /// Seconds an open breaker waits before a probe.
-    public var breakerCooldownSeconds: Double?
+    /// How long an open breaker waits before a probe.
+    public var breakerCooldown: Duration?
     /// Whether a 410 Gone disables the host.
     public var disableOnGone: Bool?
 
@@ -60,7 +60,7 @@ public struct DestinationSettingsChange: Sendable, Equatable {
 
     /// True when nothing would change.
     public var isEmpty: Bool {
-        maxInFlight == nil && rateLimit == nil && breakerThreshold == nil && breakerCooldownSeconds == nil
+        maxInFlight == nil && rateLimit == nil && breakerThreshold == nil && breakerCooldown == nil
             && disableOnGone == nil
     }
 }
@@ -84,7 +84,7 @@ public struct DestinationStore {
                 host: try row.decode(0), due: try row.decode(1), later: try row.decode(2), running: try row.decode(3),
                 maxInFlight: try row.decode(4), maxInFlightIsDefault: try row.decode(5), rateLimit: try row.decode(6),
                 failureStreak: try row.decode(7), breakerThreshold: try row.decode(8),
-                breakerCooldownSeconds: try row.decode(9), breaker: try row.decode(10), openedAt: try row.decode(11),
+                breakerCooldown: try row.decodeSeconds(9) ?? .zero, breaker: try row.decode(10), openedAt: try row.decode(11),
                 probeAt: try row.decode(12), disabledAt: try row.decode(13), disabledReason: try row.decode(14),
                 lastSuccessAt: try row.decode(15), lastFailureAt: try row.decode(16), disableOnGone: try row.decode(17))
         }

@@ -47,7 +47,7 @@ public struct QueueOverview: Sendable, Equatable {
     /// Jobs per state (states without jobs are absent).
     public var jobs: [JobState: Int] = [:]
     /// Age in seconds of the oldest due pending or retrying job; 0 when none is due.
-    public var lagSeconds: Double = 0
+    public var lag: StoredDuration = .zero
 
     /// An empty queue.
     public init(name: String) { self.name = name }
@@ -117,7 +117,7 @@ public struct WebStore {
             var queue = queues[name] ?? QueueOverview(name: name)
             if let stateText: String = try row.decode(1), let state = JobState(rawValue: stateText) {
                 queue.jobs[state, default: 0] += try row.decode(2, as: Int.self)
-                if let lag: Double = try row.decode(3) { queue.lagSeconds = max(queue.lagSeconds, lag) }
+                if let lag = try row.decodeStoredSeconds(3) { queue.lag = max(queue.lag, lag) }
             }
             queues[name] = queue
         }

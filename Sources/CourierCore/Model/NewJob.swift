@@ -13,18 +13,18 @@ public struct NewJob: Sendable, Equatable {
     public var body: [UInt8]?
     /// Queue (default `default`).
     public var queue: String = "default"
-    /// Run at this time; nil means now plus `delaySeconds`.
+    /// Run at this time; nil means now plus `delay`.
     public var runAt: Date?
-    /// Seconds from now before the first attempt, when `runAt` is nil (default 0).
-    public var delaySeconds: Double = 0
+    /// Time from now before the first attempt, when `runAt` is nil (default zero).
+    public var delay: Duration = .zero
     /// Attempts allowed; nil uses the queue's default (else 10).
     public var maxAttempts: Int?
     /// Lower runs first (default 0).
     public var priority: Int = 0
     /// Unique per queue while set.
     public var idempotencyKey: String?
-    /// The job's own retry delays in seconds; nil uses the queue's schedule.
-    public var retrySchedule: [Double]?
+    /// The job's own retry delays; nil uses the queue's schedule.
+    public var retrySchedule: [Duration]?
 
     /// Creates a job for `url`; set the other fields as needed.
     public init(url: String) {
@@ -34,7 +34,7 @@ public struct NewJob: Sendable, Equatable {
     public static func == (lhs: NewJob, rhs: NewJob) -> Bool {
         lhs.url == rhs.url && lhs.method == rhs.method && lhs.headers.elementsEqual(rhs.headers, by: ==)
             && lhs.body == rhs.body && lhs.queue == rhs.queue && lhs.runAt == rhs.runAt
-            && lhs.delaySeconds == rhs.delaySeconds && lhs.maxAttempts == rhs.maxAttempts
+            && lhs.delay == rhs.delay && lhs.maxAttempts == rhs.maxAttempts
             && lhs.priority == rhs.priority && lhs.idempotencyKey == rhs.idempotencyKey
             && lhs.retrySchedule == rhs.retrySchedule
     }

@@ -70,7 +70,7 @@ public enum AdminStatements {
         """, planning: .prepared) { job in
         [
             job.url, job.body, job.method, PostgresJSON(job.headersJSON), job.queue, job.runAt, job.maxAttempts,
-            job.idempotencyKey, job.priority, job.delaySeconds, job.retrySchedule.map { PostgresArray($0) },
+            job.idempotencyKey, job.priority, job.delay.inSeconds, job.retrySchedule.map { PostgresArray($0.map(\.inSeconds)) },
         ]
     }
 
@@ -416,7 +416,7 @@ public enum AdminStatements {
         """) { queue, change in
         [
             queue, change.maxAttempts != nil, change.maxAttempts ?? nil, change.retrySchedule != nil,
-            (change.retrySchedule ?? nil).map { PostgresArray($0) }, change.signingSecret != nil,
+            (change.retrySchedule ?? nil).map { PostgresArray($0.map(\.inSeconds)) }, change.signingSecret != nil,
             change.signingSecret ?? nil, change.maxInFlight != nil, change.maxInFlight ?? nil,
         ]
     }

@@ -13,18 +13,18 @@ public enum BenchStatements {
         /// How many jobs.
         public var count: Int
         /// The first finished this long ago.
-        public var firstSecondsAgo: Double
+        public var firstAgo: Duration
         /// Each next one this much later.
-        public var stepMilliseconds: Double
+        public var step: Duration
 
         /// A batch of history.
-        public init(queue: String, url: String, body: [UInt8], count: Int, firstSecondsAgo: Double, stepMilliseconds: Double) {
+        public init(queue: String, url: String, body: [UInt8], count: Int, firstAgo: Duration, step: Duration) {
             self.queue = queue
             self.url = url
             self.body = body
             self.count = count
-            self.firstSecondsAgo = firstSecondsAgo
-            self.stepMilliseconds = stepMilliseconds
+            self.firstAgo = firstAgo
+            self.step = step
         }
     }
 
@@ -93,7 +93,7 @@ public enum BenchStatements {
         )
         INSERT INTO courier.attempts (job_id, attempt, started_at, finished_at, duration_ms, status, response_excerpt, worker)
         SELECT j.id, 1, j.run_at, j.finished_at, 5, 200, '{"ok":true}', 'bench-history' FROM j
-        """) { [$0.queue, $0.url, $0.body, $0.count, $0.firstSecondsAgo, $0.stepMilliseconds] }
+        """) { [$0.queue, $0.url, $0.body, $0.count, $0.firstAgo.inSeconds, $0.step.inSeconds * 1000] }
 
     /// Enqueues `$4` jobs of queue `$3` (request to `$1`, body `$2`) through `courier.enqueue_raw`,
     /// one call per job inside one statement: the producer of the `soak` scenario.
@@ -107,13 +107,13 @@ public enum BenchStatements {
     /// the jobs of queue `$1` (from `courier.queue_stats`, so polling it often costs the server
     /// nothing), and how many of its succeeded jobs finished more than `$2` seconds ago (stale:
     /// older than the retention; a range of `jobs_retention_idx`).
-    public static let soakSample = Statement<(queue: String, staleAfterSeconds: Double)>("""
+    public static let soakSample = Statement<(queue: String, staleAfter: Duration)>("""
         SELECT pg_table_size('courier.jobs'), pg_indexes_size('courier.jobs'),
                pg_table_size('courier.attempts'), pg_indexes_size('courier.attempts'),
                (SELECT coalesce(sum(s.jobs), 0)::bigint FROM courier.queue_stats s WHERE s.queue = $1),
                (SELECT count(*) FROM courier.jobs
                 WHERE queue = $1 AND state = 'succeeded' AND finished_at < now() - $2::float8 * interval '1 second')
-        """) { [$0.queue, $0.staleAfterSeconds] }
+        """) { [$0.queue, $0.staleAfter.inSeconds] }
 
     /// Jobs of queue `$1`, from the maintained counts: cheap enough to poll every few
     /// milliseconds while retention deletes.

@@ -13,10 +13,10 @@ public enum DemoStatements {
         /// Attempts in all.
         public var maxAttempts: Int
         /// Seconds between attempts.
-        public var retrySchedule: [Double]
+        public var retrySchedule: [Duration]
 
         /// A demo job.
-        public init(url: String, payload: String, queue: String, maxAttempts: Int, retrySchedule: [Double]) {
+        public init(url: String, payload: String, queue: String, maxAttempts: Int, retrySchedule: [Duration]) {
             self.url = url
             self.payload = payload
             self.queue = queue
@@ -30,7 +30,7 @@ public enum DemoStatements {
     public static let enqueue = Statement<Job>("""
         SELECT courier.enqueue(url => $1, payload => $2::jsonb, queue => $3, max_attempts => $4,
             retry_schedule => (SELECT array_agg(s * interval '1 second') FROM unnest($5::float8[]) s))
-        """) { [$0.url, PostgresJSON($0.payload), $0.queue, $0.maxAttempts, PostgresArray($0.retrySchedule)] }
+        """) { [$0.url, PostgresJSON($0.payload), $0.queue, $0.maxAttempts, PostgresArray($0.retrySchedule.map(\.inSeconds))] }
 
     /// Jobs of a queue not yet in a final state.
     public static let unsettledCount = Statement<String>("""

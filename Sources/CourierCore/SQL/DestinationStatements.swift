@@ -1,6 +1,6 @@
 import Postgres
 
-/// The statements of `courier hosts`: destinations (`courier.destinations`) as an operator sees
+/// The statements of `courier destinations`: destinations (`courier.destinations`) as an operator sees
 /// and changes them. The claim and outcome statements that keep their live state are in
 /// `WorkerStatements`.
 public enum DestinationStatements {
@@ -25,7 +25,7 @@ public enum DestinationStatements {
     public struct DisableParameters: Sendable {
         /// The destination.
         public var host: String
-        /// Shown by `courier hosts list`.
+        /// Shown by `courier destinations list`.
         public var reason: String
 
         /// Parameters of `disable`.
@@ -108,8 +108,8 @@ public enum DestinationStatements {
         """) { host, change in
         [
             host, change.maxInFlight != nil, change.maxInFlight ?? nil, change.rateLimit != nil, change.rateLimit ?? nil,
-            change.breakerThreshold != nil, change.breakerThreshold, change.breakerCooldownSeconds != nil,
-            change.breakerCooldownSeconds, change.disableOnGone != nil, change.disableOnGone,
+            change.breakerThreshold != nil, change.breakerThreshold, change.breakerCooldown != nil,
+            change.breakerCooldown?.inSeconds, change.disableOnGone != nil, change.disableOnGone,
         ]
     }
 

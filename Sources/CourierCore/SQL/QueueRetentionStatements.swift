@@ -15,8 +15,8 @@ extension AdminStatements {
             updated_at = now()
         """) { queue, change in
         [
-            queue, change.keepSucceeded != nil, change.keepSucceeded ?? nil, change.keepCancelled != nil,
-            change.keepCancelled ?? nil, change.keepDead != nil, change.keepDead ?? nil,
+            queue, change.keepSucceeded != nil, (change.keepSucceeded ?? nil)?.inSeconds, change.keepCancelled != nil,
+            (change.keepCancelled ?? nil)?.inSeconds, change.keepDead != nil, (change.keepDead ?? nil)?.inSeconds,
         ]
     }
 

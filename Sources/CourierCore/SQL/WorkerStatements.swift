@@ -341,7 +341,7 @@ public enum WorkerStatements {
     /// `$6` errors, `$7` started_at, `$8` finished_at, `$9` excerpts, `$11` whether the attempt
     /// is spent (false for a postponed or parked job: its attempt count goes back by one, and
     /// a job with no counted attempt left is `pending`), `$12` how many postponements to add,
-    /// `$13` the destination signals (the verdicts' `DeliveryPolicy.ReceiverSignal`), `$14` whether the row is a request
+    /// `$13` the destination signals (the verdicts' `DeliveryPolicy.DestinationSignal`), `$14` whether the row is a request
     /// repeated in process within the attempt (history only: it moves no job and signals
     /// nothing; migration 0008); `$10` the worker id.
     ///
@@ -419,7 +419,7 @@ public enum WorkerStatements {
                 errors.append(earlier.error)
                 spent.append(true)
                 postponed.append(0)
-                signals.append(DeliveryPolicy.ReceiverSignal.none.rawValue)
+                signals.append(DeliveryPolicy.DestinationSignal.none.rawValue)
                 started.append(earlier.startedAt)
                 finished.append(earlier.finishedAt)
                 excerpts.append(earlier.responseExcerpt)

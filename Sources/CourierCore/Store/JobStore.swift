@@ -151,13 +151,6 @@ public struct JobStore {
             audience: try row.decode(first + 4))
     }
 
-    /// Records a batch of finished attempts in one round trip; returns the ids whose state
-    /// changed (an id missing from it had lost its lease).
-    @discardableResult
-    public func complete(_ records: [AttemptRecord]) throws -> Set<Int64> {
-        try record(records).changed
-    }
-
     /// Records a batch of finished attempts in one round trip, isolating rows that cannot take
     /// their outcome.
     ///
@@ -165,15 +158,16 @@ public struct JobStore {
     /// overflows the timestamp range), each outcome is written alone and a job whose outcome
     /// still cannot be written is moved to `dead` with the reason, so the healthy outcomes of
     /// the batch are written once and their jobs are never sent again.
-    public func record(_ records: [AttemptRecord]) throws -> RecordResult {
+    @discardableResult
+    public func recordOutcomes(_ records: [AttemptRecord]) throws -> RecordResult {
         guard !records.isEmpty else { return RecordResult() }
         do {
-            return RecordResult(changed: try completeBatch(records))
+            return RecordResult(changed: try writeOutcomes(records))
         } catch let error as PostgresError where error.isRowDataError {
             var out = RecordResult()
             for record in records {
                 do {
-                    out.changed.formUnion(try completeBatch([record]))
+                    out.changed.formUnion(try writeOutcomes([record]))
                 } catch let error as PostgresError where error.isRowDataError {
                     let reason = Redaction.message(
                         "the outcome of attempt \(record.attempt) could not be written: \(error.message)")
@@ -189,7 +183,8 @@ public struct JobStore {
         }
     }
 
-    private func completeBatch(_ records: [AttemptRecord]) throws -> Set<Int64> {
+    /// One `completeBatch` statement for `records`: all written or, on any error, none.
+    private func writeOutcomes(_ records: [AttemptRecord]) throws -> Set<Int64> {
         let result = try connection.run(WorkerStatements.completeBatch, (records: records, workerID: workerID))
         return Set(try result.rows.map { try $0.decode(0, as: Int64.self) })
     }
@@ -282,7 +277,11 @@ public struct JobStore {
     /// Due jobs per queue and the age of the oldest (see `WorkerStatements.queueDepth`).
     public func queueDepth(queues: [String]?) throws -> [QueueDepth] {
         try connection.run(WorkerStatements.queueDepth, queues).rows.map {
-            QueueDepth(queue: try $0.decode(0), due: try $0.decode(1), oldestAge: .seconds(try $0.decode(2, as: Double.self)))
+            // A job due at -infinity (written around the checks) has no finite age: counted as
+            // the longest a Duration holds here rather than trapping the maintenance loop.
+            QueueDepth(
+                queue: try $0.decode(0), due: try $0.decode(1),
+                oldestAge: try $0.decodeSeconds(2) ?? (try $0.decode(2, as: Double.self) > 0 ? .seconds(3.2e16) : .zero))
         }
     }
 

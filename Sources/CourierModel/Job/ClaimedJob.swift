@@ -97,8 +97,8 @@ public struct AttemptRecord: Sendable, Equatable {
         self.host = host
     }
 
-    /// What the outcome says about the destination: the verdict's receiver signal.
-    public var signal: DeliveryPolicy.ReceiverSignal { delivery.verdict.receiver }
+    /// What the outcome says about the destination: the verdict's destination signal.
+    public var signal: DeliveryPolicy.DestinationSignal { delivery.verdict.destination }
 }
 
 /// A request the worker sent and then repeated within the same attempt: it reached the

@@ -4,7 +4,7 @@
 /// ``JobTransition/decide(_:attempt:maxAttempts:schedule:postponements:parkOnGone:random:)``
 /// and the outcome write read it as it is.
 public struct Delivery: Sendable, Equatable {
-    /// What is done with the job and what it says about the receiver.
+    /// What is done with the job and what it says about the destination.
     public var verdict: Verdict
     /// The HTTP status, when a response arrived.
     public var status: Int?

@@ -9,7 +9,7 @@
 /// - the deliverer asks the table once and hands its ``Verdict`` inside a ``Delivery`` to the
 ///   outcome writer unchanged: ``JobTransition`` adds only what depends on the job (attempts
 ///   left, the schedule, how often it was postponed, whether its host parks on 410), and the
-///   verdict's ``ReceiverSignal`` is what the destination's streak and breaker are told.
+///   verdict's ``DestinationSignal`` is what the destination's streak and breaker are told.
 public enum DeliveryPolicy {
     /// What happened to one request.
     public enum Outcome: Sendable, Hashable, CustomStringConvertible {
@@ -66,15 +66,16 @@ public enum DeliveryPolicy {
         case dead
     }
 
-    /// What the outcome says about the receiver as a whole (its failure streak and breaker).
-    public enum ReceiverSignal: String, Sendable, Hashable, CaseIterable {
+    /// What the outcome says about the destination (the receiving host as a whole: its
+    /// failure streak and breaker).
+    public enum DestinationSignal: String, Sendable, Hashable, CaseIterable {
         /// It answered: the streak ends, an open breaker closes.
         case answered
         /// It failed: counts towards the breaker.
         case failed
         /// 410 Gone: the destination is disabled.
         case gone
-        /// Nothing about the receiver.
+        /// Nothing about the destination.
         case none
     }
 
@@ -113,9 +114,9 @@ public enum DeliveryPolicy {
     }
 
     private static func row(
-        _ match: Match, _ action: Action, _ receiver: ReceiverSignal, then exhausted: Action = .retryLater, _ why: String
+        _ match: Match, _ action: Action, _ destination: DestinationSignal, then exhausted: Action = .retryLater, _ why: String
     ) -> Row {
-        Row(match: match, verdict: Verdict(action, receiver, exhausted: exhausted), why: why)
+        Row(match: match, verdict: Verdict(action, destination, exhausted: exhausted), why: why)
     }
 
     /// The table, first match wins (specific statuses before their class). Statuses outside
@@ -200,35 +201,36 @@ public enum DeliveryPolicy {
 }
 
 /// What a delivery attempt comes to: ``DeliveryPolicy``'s decision for its outcome, an action
-/// and what it says about the receiver.
+/// and what it says about the destination.
 ///
 /// The deliverer decides it once; it travels unchanged, inside a ``Delivery``, to
 /// ``JobTransition`` and the outcome write. Nothing downstream asks the policy again.
 public struct Verdict: Sendable, Hashable, CustomStringConvertible {
     /// What is done with the job.
     public var action: DeliveryPolicy.Action
-    /// What it says about the receiver.
-    public var receiver: DeliveryPolicy.ReceiverSignal
-    /// For ``DeliveryPolicy/Action/retryNow``: what the queue does once the in-process retries are used up
-    /// and the outcome is still this one; otherwise equal to ``action``.
+    /// What it says about the destination (its failure streak and breaker).
+    public var destination: DeliveryPolicy.DestinationSignal
+    /// For ``DeliveryPolicy/Action/retryNow``: what the queue does once the in-process retries
+    /// are used up and the outcome is still this one; otherwise equal to ``action``.
     public var exhausted: DeliveryPolicy.Action
 
-    /// Creates a verdict; `exhausted` matters only for ``DeliveryPolicy/Action/retryNow`` (default
-    /// ``DeliveryPolicy/Action/retryLater``).
+    /// Creates a verdict; `exhausted` matters only for ``DeliveryPolicy/Action/retryNow``
+    /// (default ``DeliveryPolicy/Action/retryLater``).
     public init(
-        _ action: DeliveryPolicy.Action, _ receiver: DeliveryPolicy.ReceiverSignal,
+        _ action: DeliveryPolicy.Action, _ destination: DeliveryPolicy.DestinationSignal,
         exhausted: DeliveryPolicy.Action = .retryLater
     ) {
         self.action = action
-        self.receiver = receiver
+        self.destination = destination
         self.exhausted = action == .retryNow ? exhausted : action
     }
 
-    /// What the durable tier does: ``exhausted`` for ``DeliveryPolicy/Action/retryNow``, else ``action``.
+    /// What the durable tier does: ``exhausted`` for ``DeliveryPolicy/Action/retryNow``, else
+    /// ``action``.
     public var durable: DeliveryPolicy.Action { exhausted }
 
     public var description: String {
         "\(action.rawValue)" + (action == .retryNow ? " then \(exhausted.rawValue)" : "")
-            + ", receiver \(receiver.rawValue)"
+            + ", destination \(destination.rawValue)"
     }
 }

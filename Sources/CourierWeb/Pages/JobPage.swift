@@ -39,7 +39,7 @@ enum JobPage {
         let attempts: [[String: Any]] = job.attempts.map { attempt in
             var row: [String: Any] = [
                 "attempt": attempt.attempt, "started": PageFormat.time(attempt.startedAt),
-                "duration": PageFormat.milliseconds(attempt.durationMilliseconds), "worker": Redaction.text(attempt.worker),
+                "duration": PageFormat.milliseconds(attempt.duration.seconds * 1000), "worker": Redaction.text(attempt.worker),
                 "outcome": (attempt.status.map { (200..<300).contains($0) } ?? false) ? "ok" : "failed",
             ]
             if let iso = PageFormat.isoTime(attempt.startedAt) { row["startedISO"] = iso }
@@ -63,7 +63,7 @@ enum JobPage {
         var items: [[String: Any]] = [item(s.createdAt, "created in queue \(Redaction.text(s.queue))")]
         for attempt in job.attempts {
             let outcome = attempt.status.map { "HTTP \($0)" } ?? "no answer"
-            items.append(item(attempt.startedAt, "attempt \(attempt.attempt): \(outcome) after \(PageFormat.milliseconds(attempt.durationMilliseconds))"))
+            items.append(item(attempt.startedAt, "attempt \(attempt.attempt): \(outcome) after \(PageFormat.milliseconds(attempt.duration.seconds * 1000))"))
         }
         switch s.state {
         case .succeeded, .dead, .cancelled:

@@ -209,7 +209,7 @@ final class WebApp: Sendable {
                 "name": Redaction.text(queue.name), "query": FormData.encode(queue.name), "paused": queue.paused,
                 "pending": queue.jobs[.pending] ?? 0, "running": queue.jobs[.running] ?? 0,
                 "retrying": queue.jobs[.retrying] ?? 0, "dead": queue.jobs[.dead] ?? 0,
-                "lag": PageFormat.age(queue.lagSeconds),
+                "lag": PageFormat.age(queue.lag.seconds),
             ]
         }
         var values: [String: Any] = ["queues": rows, "hasQueues": !rows.isEmpty]

@@ -35,8 +35,10 @@ extension OAuth2ClientCredentials {
 public struct OAuth2TokenResponse: Decodable, Sendable, Equatable {
     /// The token.
     public var accessToken: String
-    /// The token's lifetime in seconds, when the server says; some servers send it as a string.
-    public var expiresIn: Double?
+    /// The token's lifetime, when the server says (`expires_in`, seconds on the wire; some
+    /// servers send it as a string). A value past a year is kept as a year; one that is not a
+    /// finite number is no lifetime.
+    public var expiresIn: Duration?
     /// The token type; only `Bearer` (any case) is usable here.
     public var tokenType: String?
 
@@ -45,7 +47,7 @@ public struct OAuth2TokenResponse: Decodable, Sendable, Equatable {
     }
 
     /// Creates a response.
-    public init(accessToken: String, expiresIn: Double? = nil, tokenType: String? = "Bearer") {
+    public init(accessToken: String, expiresIn: Duration? = nil, tokenType: String? = "Bearer") {
         self.accessToken = accessToken
         self.expiresIn = expiresIn
         self.tokenType = tokenType
@@ -57,16 +59,25 @@ public struct OAuth2TokenResponse: Decodable, Sendable, Equatable {
         accessToken = try container.decode(String.self, forKey: .accessToken)
         tokenType = try container.decodeIfPresent(String.self, forKey: .tokenType)
         if let seconds = try? container.decodeIfPresent(Double.self, forKey: .expiresIn) {
-            expiresIn = seconds
+            expiresIn = Self.lifetime(seconds)
         } else if let text = try container.decodeIfPresent(String.self, forKey: .expiresIn) {
             guard let seconds = Double(text) else {
                 throw DecodingError.dataCorruptedError(
                     forKey: .expiresIn, in: container, debugDescription: "not a number of seconds")
             }
-            expiresIn = seconds
+            expiresIn = Self.lifetime(seconds)
         } else {
             expiresIn = nil
         }
+    }
+
+    /// The longest lifetime a token is trusted for: a year (and a day).
+    static let longestLifetime: Duration = .seconds(366 * 86_400)
+
+    /// `expires_in` seconds as a lifetime: nil when not finite, at most ``longestLifetime``.
+    private static func lifetime(_ seconds: Double) -> Duration? {
+        guard seconds.isFinite else { return nil }
+        return .seconds(max(-1, min(seconds, 366 * 86_400)))
     }
 }
 
@@ -160,10 +171,11 @@ public struct OAuth2TokenClient: Sendable {
                 tokenURL: credentials.tokenURL,
                 underlying: .decoding(type: "OAuth2TokenResponse", message: "access_token is empty", bodyExcerpt: ""))
         }
-        guard let seconds = response.expiresIn, seconds.isFinite, seconds > 0 else {
+        guard let lifetime = response.expiresIn, lifetime > .zero else {
             return AccessToken(value: response.accessToken)
         }
-        return .expiring(response.accessToken, in: .seconds(min(seconds, 366 * 86_400)), now: started)
+        return .expiring(
+            response.accessToken, in: min(lifetime, OAuth2TokenResponse.longestLifetime), now: started)
     }
 
     /// An authenticator whose tokens come from ``fetchToken()``.
