@@ -37,8 +37,8 @@ class WebTestCase: XCTestCase {
     /// Starts the console on this test's database.
     @discardableResult
     func startServer(
-        readOnly: Bool = false, pageSize: Int = 50, scanWindow: Int = 20_000, liveInterval: Double = 2,
-        statementTimeout: Double = 15, loginFailures: LoginFailures = LoginFailures()
+        readOnly: Bool = false, pageSize: Int = 50, scanWindow: Int = 20_000, liveInterval: Duration = .seconds(2),
+        statementTimeout: Duration = .seconds(15), loginFailures: LoginFailures = LoginFailures()
     ) async throws -> RunningWebServer {
         var configuration = WebConfiguration(databaseURL: url, password: try WebPassword(fileContents: Self.password + "\n"))
         configuration.port = 0

@@ -51,7 +51,7 @@ final class WebUnitTests: XCTestCase {
     }
 
     func testSessionsExpireAndTokensAreRandom() {
-        let store = SessionStore(idleTimeout: 60)
+        let store = SessionStore(idleTimeout: .seconds(60))
         let now = Date()
         let (cookie, session) = store.create(name: "alice", now: now)
         XCTAssertNotEqual(cookie, session.csrfToken)
@@ -71,7 +71,7 @@ final class WebUnitTests: XCTestCase {
     }
 
     func testLoginTriesAreLimitedPerAddressWithinTheWindow() {
-        var failures = LoginFailures(limit: 3, window: 60, capacity: 2)
+        var failures = LoginFailures(limit: 3, window: .seconds(60), capacity: 2)
         let start = Date()
         for second in 0..<3 { XCTAssertNil(failures.admit("10.0.0.1", now: start.addingTimeInterval(Double(second)))) }
         // The fourth try within the window is refused until the first try is 60 s old.

@@ -1,3 +1,4 @@
+import CourierCore
 import Crypto
 import Foundation
 
@@ -19,11 +20,11 @@ struct WebSession: Sendable, Equatable {
 final class SessionStore: @unchecked Sendable {
     private let lock = NSLock()
     private var sessions: [String: WebSession] = [:]
-    private let idleTimeout: Double
+    private let idleTimeout: Duration
     /// The most sessions kept; the least recently used goes first.
     private let capacity = 10_000
 
-    init(idleTimeout: Double) {
+    init(idleTimeout: Duration) {
         self.idleTimeout = idleTimeout
     }
 
@@ -45,7 +46,7 @@ final class SessionStore: @unchecked Sendable {
         let key = Self.key(cookie)
         return lock.withLock {
             guard var session = sessions[key] else { return nil }
-            guard now.timeIntervalSince(session.lastSeen) <= idleTimeout else {
+            guard now.timeIntervalSince(session.lastSeen) <= idleTimeout.inSeconds else {
                 sessions[key] = nil
                 return nil
             }
