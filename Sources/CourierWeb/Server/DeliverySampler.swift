@@ -21,8 +21,9 @@ final class DeliverySampler: Service, @unchecked Sendable {
         lock.withLock { rate.perMinute(now: now) }
     }
 
+    /// As a service: samples until the graceful shutdown.
     func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 if let highWater = try? await self.database.run({ try WebStore(connection: $0).attemptsHighWater() }) {
                     self.lock.withLock { self.rate.record(Date(), highWater: highWater) }
