@@ -57,9 +57,9 @@ final class SessionStore: @unchecked Sendable {
     }
 
     /// Keeps `notice` for the next page the session shows.
-    func setNotice(_ cookie: String, _ notice: String) {
+    func setNotice(_ cookie: String, _ notice: Shown) {
         let key = Self.key(cookie)
-        lock.withLock { sessions[key]?.notice = notice }
+        lock.withLock { sessions[key]?.notice = notice.string }
     }
 
     /// The notice waiting for the session, taken away.
