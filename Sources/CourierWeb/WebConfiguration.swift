@@ -41,6 +41,8 @@ public struct WebConfiguration: Sendable {
     /// The workers' default in-flight cap per host, shown for destinations without their own
     /// (default 200, the worker's default).
     public var defaultPerHostLimit = Defaults.perHostLimit
+    /// What time it is, for the sessions' idle timeout: the system's clock, or a test's.
+    var clock: @Sendable () -> Date = { Date() }
 
     /// Creates a configuration with the defaults above.
     public init(databaseURL: String, password: WebPassword) {

@@ -7,9 +7,9 @@ import XCTest
 
 @testable import CourierWeb
 
-/// The router and its middleware against a real console: the form's size cap, `next` through a
-/// real login, paths that are no job, the headers on every kind of answer, and the view models
-/// against the templates' keys.
+/// The router and its middleware against a real console: the form's size cap, idle sessions,
+/// `next` through a real login, paths that are no job, the headers on every kind of answer,
+/// and the view models against the templates' keys.
 final class WebRouterTests: WebTestCase {
     func testAFormOverTheCapGets413AndChangesNothing() async throws {
         try insertJob(queue: "billing")
@@ -42,6 +42,32 @@ final class WebRouterTests: WebTestCase {
             "/queues/resume", [("queue", "billing"), ("pad", String(repeating: "x", count: 70_000))])
         XCTAssertEqual(anonymous.status, 401)
         XCTAssertEqual(try pausedQueues(), ["billing"])
+    }
+
+    func testAnIdleSessionIsRefusedAfterItsTimeout() async throws {
+        try insertJob(queue: "billing")
+        let clock = TestClock()
+        try await startServer(sessionIdleTimeout: .minutes(30), clock: clock)
+        let browser = Browser(self)
+        try await browser.login()
+        let token = try XCTUnwrap(browser.csrf)
+
+        // Every request starts the idle time again.
+        for _ in 0..<3 {
+            clock.advance(by: .minutes(29))
+            let status = try await browser.get("/queues").status
+            XCTAssertEqual(status, 200)
+        }
+        clock.advance(by: .minutes(31))
+        let page = try await browser.get("/jobs?queue=billing")
+        XCTAssertEqual(page.status, 401)
+        XCTAssertTrue(page.body.contains(#"<form class="login" method="post" action="/login">"#))
+        let form = try await browser.post("/queues/pause", [("queue", "billing"), ("csrf", token)])
+        XCTAssertEqual(form.status, 401)
+        XCTAssertEqual(try pausedQueues(), [])
+        // It is gone, not only refused once: the clock going no further does not bring it back.
+        let again = try await browser.get("/queues").status
+        XCTAssertEqual(again, 401)
     }
 
     func testNextGoesThroughARealLoginAndNeverOffSite() async throws {

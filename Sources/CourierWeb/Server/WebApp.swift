@@ -38,7 +38,7 @@ final class WebApp: Sendable {
         database = WebDatabase(
             url: configuration.databaseURL, connections: configuration.databaseConnections,
             statementTimeout: configuration.statementTimeout)
-        sessions = SessionStore(idleTimeout: configuration.sessionIdleTimeout)
+        sessions = SessionStore(idleTimeout: configuration.sessionIdleTimeout, clock: configuration.clock)
         throttle = LoginThrottle(configuration.loginFailures)
         feed = LiveFeed(database: database, interval: configuration.liveInterval)
         sampler = DeliverySampler(database: database, interval: configuration.deliverySampleInterval)
