@@ -83,5 +83,6 @@ public final class RunningWebServer: Sendable {
 public struct WebStartError: Error, CustomStringConvertible {
     /// Why.
     public let message: String
+    /// The message, so the error prints as what went wrong.
     public var description: String { message }
 }
