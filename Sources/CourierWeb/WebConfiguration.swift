@@ -19,17 +19,17 @@ public struct WebConfiguration: Sendable {
     public var secureCookies = false
     /// Database connections open at once (default 4).
     public var databaseConnections = 4
-    /// Seconds the database may spend on one statement of the console before it cancels it
+    /// How long the database may spend on one statement of the console before it cancels it
     /// and the page says so (default 15 s): a lock held elsewhere or a slow filter never
     /// leaves a page, or a connection of the pool, waiting for longer.
-    public var statementTimeout: Double = 15
+    public var statementTimeout: Duration = .seconds(15)
     /// How often the shared live reader reads the queue counts while someone listens
     /// (default 2 s).
-    public var liveInterval: Double = 2
+    public var liveInterval: Duration = .seconds(2)
     /// How often the deliveries-per-minute chart samples the highest attempt id (default 15 s).
-    public var deliverySampleInterval: Double = 15
+    public var deliverySampleInterval: Duration = .seconds(15)
     /// How long a session lives without a request (default 12 h).
-    public var sessionIdleTimeout: Double = 12 * 3600
+    public var sessionIdleTimeout: Duration = .hours(12)
     /// Tries without a correct password allowed per client address before its logins are
     /// refused for a while (default: 10 within 10 minutes).
     public var loginFailures = LoginFailures()
@@ -41,6 +41,8 @@ public struct WebConfiguration: Sendable {
     /// The workers' default in-flight cap per host, shown for destinations without their own
     /// (default 200, the worker's default).
     public var defaultPerHostLimit = Defaults.perHostLimit
+    /// What time it is, for the sessions' idle timeout: the system's clock, or a test's.
+    var clock: @Sendable () -> Date = { Date() }
 
     /// Creates a configuration with the defaults above.
     public init(databaseURL: String, password: WebPassword) {

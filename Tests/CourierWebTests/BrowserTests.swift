@@ -19,7 +19,7 @@ final class BrowserTests: WebTestCase {
         try insertAttempt(job: dead, attempt: 1, status: 503, error: "HTTP 503", response: "upstream busy")
         try insertAttempt(job: dead, attempt: 2, status: 503, error: "HTTP 503", response: "upstream busy")
         try foldCounts()
-        try await startServer(liveInterval: 0.5)
+        try await startServer(liveInterval: .milliseconds(500))
         let session = try await driver.newSession()
 
         // Every page asks for a login first.

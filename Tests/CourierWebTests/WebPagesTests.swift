@@ -33,7 +33,7 @@ final class WebPagesTests: WebTestCase {
         try connection.simpleQuery("SET session_replication_role = DEFAULT")
         try connection.query("INSERT INTO courier.queues (name, signing_secret) VALUES ('billing', 'whsec_SECRETSIGNING11') ON CONFLICT (name) DO UPDATE SET signing_secret = excluded.signing_secret")
         try foldCounts()
-        let server = try await startServer(liveInterval: 0.2)
+        let server = try await startServer(liveInterval: .milliseconds(200))
         let browser = Browser(self)
         try await browser.login()
 
@@ -138,7 +138,7 @@ final class WebPagesTests: WebTestCase {
     func testLiveUpdatesComeFromOneSharedReader() async throws {
         try insertJob(queue: "billing")
         try foldCounts()
-        let server = try await startServer(liveInterval: 0.1)
+        let server = try await startServer(liveInterval: .milliseconds(100))
         let browser = Browser(self)
         try await browser.login()
         let cookie = try XCTUnwrap(browser.cookie)

@@ -43,7 +43,7 @@ final class WebSecurityTests: WebTestCase {
     /// pool's connection serves the next page once the lock is gone.
     func testAPageWaitingOnALockAnswersAfterTheStatementTimeout() async throws {
         try insertJob(queue: "billing")
-        try await startServer(statementTimeout: 1)
+        try await startServer(statementTimeout: .seconds(1))
         let browser = Browser(self)
         _ = try await browser.login()
         let holder = try PostgresConnection(url)
@@ -65,7 +65,7 @@ final class WebSecurityTests: WebTestCase {
     /// Guesses sent at once over many connections are bounded like guesses one after another:
     /// the address's tries are used up, and then even the right password gets 429.
     func testGuessesOverManyConnectionsAreCutOffPerAddress() async throws {
-        try await startServer(loginFailures: LoginFailures(limit: 3, window: 600))
+        try await startServer(loginFailures: LoginFailures(limit: 3, window: .seconds(600)))
         let http: HTTPClient = self.http
         let url = base + "/login"
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in

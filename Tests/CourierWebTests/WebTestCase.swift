@@ -1,13 +1,14 @@
 import AsyncHTTPClient
 import CourierCore
 import CourierTesting
-import CourierWeb
 import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
 import Postgres
 import XCTest
+
+@testable import CourierWeb
 
 /// A fresh migrated database and a console on 127.0.0.1 (port 0) per test, and a client that
 /// keeps the session cookie and the CSRF token like a browser.
@@ -37,8 +38,9 @@ class WebTestCase: XCTestCase {
     /// Starts the console on this test's database.
     @discardableResult
     func startServer(
-        readOnly: Bool = false, pageSize: Int = 50, scanWindow: Int = 20_000, liveInterval: Double = 2,
-        statementTimeout: Double = 15, loginFailures: LoginFailures = LoginFailures()
+        readOnly: Bool = false, pageSize: Int = 50, scanWindow: Int = 20_000, liveInterval: Duration = .seconds(2),
+        statementTimeout: Duration = .seconds(15), loginFailures: LoginFailures = LoginFailures(),
+        sessionIdleTimeout: Duration = .hours(12), clock: TestClock? = nil
     ) async throws -> RunningWebServer {
         var configuration = WebConfiguration(databaseURL: url, password: try WebPassword(fileContents: Self.password + "\n"))
         configuration.port = 0
@@ -48,6 +50,8 @@ class WebTestCase: XCTestCase {
         configuration.liveInterval = liveInterval
         configuration.statementTimeout = statementTimeout
         configuration.loginFailures = loginFailures
+        configuration.sessionIdleTimeout = sessionIdleTimeout
+        if let clock { configuration.clock = { clock.now } }
         var logger = Logger(label: "courier.web.test")
         logger.logLevel = .critical
         let started = try await WebServer.start(configuration, logger: logger)
@@ -56,6 +60,21 @@ class WebTestCase: XCTestCase {
     }
 
     var base: String { "http://127.0.0.1:\(server!.port)" }
+
+    /// A clock the test moves by hand, for the sessions' idle timeout.
+    final class TestClock: @unchecked Sendable {
+        private let lock = NSLock()
+        private var current = Date()
+
+        /// What time the console thinks it is.
+        var now: Date { lock.withLock { current } }
+
+        /// Moves the time on by `duration`.
+        func advance(by duration: Duration) {
+            let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+            lock.withLock { current = current.addingTimeInterval(seconds) }
+        }
+    }
 
     /// One answer.
     struct Page {

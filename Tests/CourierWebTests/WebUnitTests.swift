@@ -51,7 +51,7 @@ final class WebUnitTests: XCTestCase {
     }
 
     func testSessionsExpireAndTokensAreRandom() {
-        let store = SessionStore(idleTimeout: 60)
+        let store = SessionStore(idleTimeout: .seconds(60))
         let now = Date()
         let (cookie, session) = store.create(name: "alice", now: now)
         XCTAssertNotEqual(cookie, session.csrfToken)
@@ -71,7 +71,7 @@ final class WebUnitTests: XCTestCase {
     }
 
     func testLoginTriesAreLimitedPerAddressWithinTheWindow() {
-        var failures = LoginFailures(limit: 3, window: 60, capacity: 2)
+        var failures = LoginFailures(limit: 3, window: .seconds(60), capacity: 2)
         let start = Date()
         for second in 0..<3 { XCTAssertNil(failures.admit("10.0.0.1", now: start.addingTimeInterval(Double(second)))) }
         // The fourth try within the window is refused until the first try is 60 s old.
@@ -171,10 +171,11 @@ final class WebUnitTests: XCTestCase {
     }
 
     func testPathsAndRedirectTargets() {
-        XCTAssertEqual(WebApp.jobID("/jobs/42", suffix: ""), 42)
-        XCTAssertEqual(WebApp.jobID("/jobs/42/requeue", suffix: "/requeue"), 42)
-        for bad in ["/jobs/", "/jobs/0", "/jobs/-1", "/jobs/abc", "/jobs/٤٢", "/jobs/99999999999999999999", "/job/1"] {
-            XCTAssertNil(WebApp.jobID(bad, suffix: ""), bad)
+        // The router matches `/jobs/:id` and `/jobs/:id/requeue`; the id must be a positive
+        // decimal number. The same paths over HTTP: `WebRouterTests.testPathsThatAreNoJobAreNotFound`.
+        XCTAssertEqual(JobsArea.jobID("42"), 42)
+        for bad in ["", "0", "-1", "abc", "٤٢", "99999999999999999999", nil] {
+            XCTAssertNil(JobsArea.jobID(bad), String(describing: bad))
         }
         XCTAssertEqual(WebApp.localPath("/dead?queue=a"), "/dead?queue=a")
         for bad in ["//evil.example", "https://evil.example", "/\\evil.example", "evil", "/a\nb", nil] {

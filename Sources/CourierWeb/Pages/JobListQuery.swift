@@ -106,16 +106,4 @@ struct JobListQuery {
         if let date = filter.finishedBefore { parts.append("dead before \(PageFormat.time(date))") }
         return parts.joined(separator: ", ")
     }
-
-    /// The filter form's values.
-    func templateValues(action: String) -> [String: Any] {
-        var filterValues: [String: Any] = [:]
-        for (name, value) in raw { filterValues[name] = value }
-        let states: [[String: Any]] = [["value": "", "label": "any", "selected": raw["state"] == nil]]
-            + JobState.allCases.map { ["value": $0.rawValue, "label": $0.rawValue, "selected": raw["state"] == $0.rawValue] }
-        return [
-            "action": action, "filter": filterValues, "showState": !dead, "showHost": !dead, "showError": dead,
-            "states": states, "sinceLabel": dead ? "Died" : "Created",
-        ]
-    }
 }

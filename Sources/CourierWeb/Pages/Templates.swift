@@ -14,8 +14,12 @@ enum Templates {
     static let all: [String: String] = [
         "layout": layout, "login": login, "queues": queues, "jobs": jobs, "job": job,
         "requeueAll": requeueAll, "destinations": destinations, "message": message, "filters": filters,
-        "csrf": csrf,
+        "csrf": csrf, "content": content,
     ]
+
+    /// A page's template over its view (`PageContent`): inside the section the page's own keys
+    /// come from the view, and `csrf` and `actions`, which every page shares, from around it.
+    static let content = "{{#view}}{{>*template}}{{/view}}"
 
     static let csrf = #"<input type="hidden" name="csrf" value="{{csrf}}">"#
 

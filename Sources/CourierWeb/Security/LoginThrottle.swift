@@ -1,3 +1,4 @@
+import CourierCore
 import Foundation
 
 /// Wrong passwords per client address, so guessing the console's password from many
@@ -5,7 +6,7 @@ import Foundation
 ///
 /// The login answer to a wrong password already waits a second, but only its own connection
 /// waits: a script with a hundred connections would try a hundred passwords a second. Here an
-/// address that tried `limit` passwords within `window` seconds without success is refused
+/// address that tried `limit` passwords within `window` without success is refused
 /// (HTTP 429, the password not even checked) until the oldest try is `window` old. Each try is
 /// counted when it is admitted, before its password is checked, so tries made at once are
 /// bounded too; a correct password forgets the address's tries.
@@ -15,14 +16,14 @@ import Foundation
 public struct LoginFailures: Sendable {
     /// Tries without success allowed per address within `window`.
     public let limit: Int
-    /// Seconds a try counts against its address.
-    public let window: Double
+    /// How long a try counts against its address.
+    public let window: Duration
     /// The most addresses remembered; the one whose last try is oldest goes first.
     public let capacity: Int
     private var failures: [String: [Date]] = [:]
 
-    /// Limits of `limit` tries per `window` seconds, for at most `capacity` addresses.
-    public init(limit: Int = 10, window: Double = 600, capacity: Int = 10_000) {
+    /// Limits of `limit` tries per `window`, for at most `capacity` addresses.
+    public init(limit: Int = 10, window: Duration = .minutes(10), capacity: Int = 10_000) {
         self.limit = max(1, limit)
         self.window = window
         self.capacity = max(1, capacity)
@@ -32,7 +33,7 @@ public struct LoginFailures: Sendable {
     /// nothing and returns when it may try again.
     mutating func admit(_ client: String, now: Date) -> Date? {
         var times = recent(client, now: now) ?? []
-        if times.count >= limit { return times[times.count - limit].addingTimeInterval(window) }
+        if times.count >= limit { return times[times.count - limit].addingTimeInterval(window.inSeconds) }
         times.append(now)
         if failures[client] == nil, failures.count >= capacity,
             let oldest = failures.min(by: { ($0.value.last ?? .distantPast) < ($1.value.last ?? .distantPast) })
@@ -54,7 +55,7 @@ public struct LoginFailures: Sendable {
     /// The failures of `client` still within the window, or nil when none; drops older ones.
     private mutating func recent(_ client: String, now: Date) -> [Date]? {
         guard let times = failures[client] else { return nil }
-        let kept = times.filter { now.timeIntervalSince($0) < window }
+        let kept = times.filter { now.timeIntervalSince($0) < window.inSeconds }
         failures[client] = kept.isEmpty ? nil : kept
         return kept.isEmpty ? nil : kept
     }

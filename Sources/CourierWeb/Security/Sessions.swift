@@ -1,3 +1,4 @@
+import CourierCore
 import Crypto
 import Foundation
 
@@ -19,16 +20,21 @@ struct WebSession: Sendable, Equatable {
 final class SessionStore: @unchecked Sendable {
     private let lock = NSLock()
     private var sessions: [String: WebSession] = [:]
-    private let idleTimeout: Double
+    private let idleTimeout: Duration
+    /// What time it is (the tests' clock, or the system's).
+    private let clock: @Sendable () -> Date
     /// The most sessions kept; the least recently used goes first.
     private let capacity = 10_000
 
-    init(idleTimeout: Double) {
+    /// Sessions that end after `idleTimeout` without a request, by `clock`.
+    init(idleTimeout: Duration, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.idleTimeout = idleTimeout
+        self.clock = clock
     }
 
-    /// Starts a session for `name`; returns the cookie value.
-    func create(name: String, now: Date = Date()) -> (cookie: String, session: WebSession) {
+    /// Starts a session for `name` (at `now`, or the clock's time); returns the cookie value.
+    func create(name: String, now: Date? = nil) -> (cookie: String, session: WebSession) {
+        let now = now ?? clock()
         let cookie = Self.randomToken()
         let session = WebSession(name: name, csrfToken: Self.randomToken(), lastSeen: now)
         lock.withLock {
@@ -40,12 +46,14 @@ final class SessionStore: @unchecked Sendable {
         return (cookie, session)
     }
 
-    /// The live session of `cookie`, marked as used now; nil when unknown or idle too long.
-    func session(for cookie: String, now: Date = Date()) -> WebSession? {
+    /// The live session of `cookie`, marked as used at `now` (or the clock's time); nil when
+    /// unknown or idle too long (an idle session is forgotten then).
+    func session(for cookie: String, now: Date? = nil) -> WebSession? {
+        let now = now ?? clock()
         let key = Self.key(cookie)
         return lock.withLock {
             guard var session = sessions[key] else { return nil }
-            guard now.timeIntervalSince(session.lastSeen) <= idleTimeout else {
+            guard now.timeIntervalSince(session.lastSeen) <= idleTimeout.inSeconds else {
                 sessions[key] = nil
                 return nil
             }
@@ -56,9 +64,9 @@ final class SessionStore: @unchecked Sendable {
     }
 
     /// Keeps `notice` for the next page the session shows.
-    func setNotice(_ cookie: String, _ notice: String) {
+    func setNotice(_ cookie: String, _ notice: Shown) {
         let key = Self.key(cookie)
-        lock.withLock { sessions[key]?.notice = notice }
+        lock.withLock { sessions[key]?.notice = notice.string }
     }
 
     /// The notice waiting for the session, taken away.

@@ -41,6 +41,7 @@ public struct WebPassword: Sendable {
 public struct WebPasswordError: Error, Sendable, CustomStringConvertible {
     /// What is wrong (never the secret).
     public let message: String
+    /// The message, so the error prints as what went wrong.
     public var description: String { message }
 }
 

@@ -7,11 +7,11 @@ import ServiceLifecycle
 /// traffic and however many tabs are open.
 final class DeliverySampler: Service, @unchecked Sendable {
     private let database: WebDatabase
-    private let interval: Double
+    private let interval: Duration
     private let lock = NSLock()
     private var rate = DeliveryRate()
 
-    init(database: WebDatabase, interval: Double) {
+    init(database: WebDatabase, interval: Duration) {
         self.database = database
         self.interval = interval
     }
@@ -21,13 +21,14 @@ final class DeliverySampler: Service, @unchecked Sendable {
         lock.withLock { rate.perMinute(now: now) }
     }
 
+    /// As a service: samples until the graceful shutdown.
     func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 if let highWater = try? await self.database.run({ try WebStore(connection: $0).attemptsHighWater() }) {
                     self.lock.withLock { self.rate.record(Date(), highWater: highWater) }
                 }
-                try? await Task.sleep(nanoseconds: UInt64(self.interval * 1_000_000_000))
+                try? await Task.sleep(for: self.interval)
             }
         }
     }

@@ -7,7 +7,7 @@ import ServiceLifecycle
 /// `/events` stream. A hundred open tabs cost the database what one does; none costs nothing.
 final class LiveFeed: Service, @unchecked Sendable {
     private let database: WebDatabase
-    private let interval: Double
+    private let interval: Duration
     private let lock = NSLock()
     private var subscribers: [UUID: AsyncStream<String>.Continuation] = [:]
     private var reader: Task<Void, Never>?
@@ -16,7 +16,7 @@ final class LiveFeed: Service, @unchecked Sendable {
     /// Database reads made so far (what the tests count).
     let reads = LockedCounter()
 
-    init(database: WebDatabase, interval: Double) {
+    init(database: WebDatabase, interval: Duration) {
         self.database = database
         self.interval = interval
     }
@@ -72,7 +72,7 @@ final class LiveFeed: Service, @unchecked Sendable {
                 latest = event
                 for continuation in subscribers.values { continuation.yield(event) }
             }
-            try? await Task.sleep(nanoseconds: UInt64(interval * 1_000_000_000))
+            try? await Task.sleep(for: interval)
         }
     }
 

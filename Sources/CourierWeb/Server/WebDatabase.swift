@@ -1,3 +1,4 @@
+import CourierCore
 import Dispatch
 import Foundation
 import Postgres
@@ -12,13 +13,13 @@ final class WebDatabase: Sendable {
     private let next = LockedCounter()
 
     /// A pool of `connections`; the server cancels any statement that runs longer than
-    /// `statementTimeout` seconds, so a page never waits on a lock or a runaway query for
+    /// `statementTimeout`, so a page never waits on a lock or a runaway query for
     /// longer than that, and a dead or frozen database is noticed as the worker notices it.
-    init(url: String, connections: Int, statementTimeout: Double) {
+    init(url: String, connections: Int, statementTimeout: Duration) {
         let count = max(1, connections)
         var settings = PostgresConnection.Settings.worker
-        settings.statementTimeout = .seconds(statementTimeout)
-        settings.queryTimeout = .seconds(statementTimeout + 5)
+        settings.statementTimeout = statementTimeout
+        settings.queryTimeout = statementTimeout + .seconds(5)
         pool = PostgresPool(conninfo: url, maximumConnections: count, applicationName: "courier-web", settings: settings)
         queues = (0..<count).map { DispatchQueue(label: "courier.web.database.\($0)") }
     }

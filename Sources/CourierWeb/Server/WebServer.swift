@@ -5,45 +5,6 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 
-/// The request context: what the console needs of the connection (the peer, for the audit).
-struct WebRequestContext: RequestContext {
-    var coreContext: CoreRequestContextStorage
-    /// The peer's address, or `unknown`.
-    let client: String
-
-    init(source: ApplicationRequestContextSource) {
-        coreContext = CoreRequestContextStorage(source: source)
-        client = source.channel.remoteAddress?.ipAddress ?? "unknown"
-    }
-}
-
-/// Hands every request to `WebApp` and adds the security headers to every answer.
-struct WebResponder: HTTPResponder {
-    let app: WebApp
-
-    func respond(to request: Request, context: WebRequestContext) async throws -> Response {
-        var response = await app.handle(request, client: context.client)
-        SecurityHeaders.apply(to: &response.headers)
-        return response
-    }
-}
-
-/// The headers every answer carries.
-enum SecurityHeaders {
-    /// No inline script or style, nothing from elsewhere, no framing, forms only to here.
-    static let contentSecurityPolicy =
-        "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'; object-src 'none'"
-
-    static func apply(to headers: inout HTTPFields) {
-        headers[HTTPField.Name("Content-Security-Policy")!] = contentSecurityPolicy
-        headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
-        headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
-        headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
-        headers[HTTPField.Name("Cross-Origin-Opener-Policy")!] = "same-origin"
-        headers[HTTPField.Name("Permissions-Policy")!] = "camera=(), microphone=(), geolocation=()"
-    }
-}
-
 /// `courier web`: the operator's console on Hummingbird.
 public enum WebServer {
     /// Serves until SIGTERM or SIGINT, then finishes open requests and ends the live streams.
@@ -82,7 +43,7 @@ public enum WebServer {
         _ app: WebApp, _ configuration: WebConfiguration, logger: Logger, listening: @escaping @Sendable (Int) -> Void
     ) -> some ApplicationProtocol {
         Application(
-            responder: WebResponder(app: app),
+            router: app.makeRouter(),
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port)),
             services: [app.feed, app.sampler],
             onServerRunning: { channel in listening(channel.localAddress?.port ?? 0) },
@@ -122,5 +83,6 @@ public final class RunningWebServer: Sendable {
 public struct WebStartError: Error, CustomStringConvertible {
     /// Why.
     public let message: String
+    /// The message, so the error prints as what went wrong.
     public var description: String { message }
 }
