@@ -88,7 +88,7 @@ package struct BenchCommand: ParsableCommand {
     package var loops: Int = 1
     @Option(name: .customLong("batch-size"), help: "Worker claim batch (default 100, the worker's default).")
     package var batchSize: Int = 100
-    @Option(name: .customLong("per-host-limit"), help: "Worker --per-host-limit (default: the worker's default, 100).")
+    @Option(name: .customLong("per-host-limit"), help: "Worker --per-host-limit (default: the worker's default, \(Defaults.perHostLimit)).")
     package var perHostLimit: Int?
     @Option(help: "Give up on a scenario after this long (default 300s).")
     package var timeout: String = "300s"

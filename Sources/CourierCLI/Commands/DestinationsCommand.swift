@@ -39,7 +39,7 @@ struct DestinationsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List destinations, busiest first: due, running, cap, rate limit, failures, breaker.",
             discussion: """
-                The cap shown for hosts without their own is --per-host-limit's default (200);
+                The cap shown for hosts without their own is --per-host-limit's default (\(Defaults.perHostLimit));
                 workers started with another --per-host-limit use theirs.
 
                 Examples:

@@ -37,7 +37,7 @@ struct WorkerCommand: ParsableCommand {
     @Option(name: .customLong("batch-size"), help: "The most jobs one claim takes (default 100).")
     var batchSize: Int?
 
-    @Option(name: .customLong("per-host-limit"), help: "Requests in flight to one host at once across all workers, for hosts without their own cap (`courier destinations set`) (default 200).")
+    @Option(name: .customLong("per-host-limit"), help: "Requests in flight to one host at once across all workers, for hosts without their own cap (`courier destinations set`) (default \(Defaults.perHostLimit)).")
     var perHostLimit: Int?
 
     @Option(name: .customLong("poll-interval"), help: "Claim at least this often without a notification (default 1s).")
