@@ -122,9 +122,7 @@ final class ResilienceTests: WorkerTestCase {
     }
 
     func testWorkerSurvivesAPostgreSQLRestart() async throws {
-        guard let pgctl = ProcessInfo.processInfo.environment["COURIER_TEST_PGCTL"] else {
-            throw XCTSkip("COURIER_TEST_PGCTL is not set: run through scripts/test to restart the server")
-        }
+        let pgctl = try self.pgctl()
         let sink = try await startSink(delay: 0.05)
         _ = try (0..<40).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
         try startPool(id: "survivor", concurrency: 4)

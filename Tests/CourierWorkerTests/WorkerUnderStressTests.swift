@@ -130,9 +130,7 @@ final class WorkerUnderStressTests: WorkerTestCase {
     // MARK: Outages and shutdown
 
     func testAnOutageLongerThanTheLeaseWritesNoOutcomeTwiceAndSendsNoJobTwice() async throws {
-        guard let pgctl = ProcessInfo.processInfo.environment["COURIER_TEST_PGCTL"] else {
-            throw XCTSkip("COURIER_TEST_PGCTL is not set: run through scripts/test to stop the server")
-        }
+        let pgctl = try self.pgctl()
         let sink = try await startSink(delay: { 2 })
         let ids = try (0..<60).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue, maxAttempts: 5) }
         _ = try startPool(id: "outage-a", concurrency: 10, lease: .seconds(60))
@@ -186,9 +184,7 @@ final class WorkerUnderStressTests: WorkerTestCase {
     }
 
     func testStopWithPostgreSQLDownExitsWithinGracePlusTenSeconds() async throws {
-        guard let pgctl = ProcessInfo.processInfo.environment["COURIER_TEST_PGCTL"] else {
-            throw XCTSkip("COURIER_TEST_PGCTL is not set: run through scripts/test to stop the server")
-        }
+        let pgctl = try self.pgctl()
         let sink = try await startSink(delay: { 3 })
         _ = try (0..<20).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
         let (process, _) = try startWorkerProcess(["--grace-period", "2s"])
