@@ -76,6 +76,36 @@ class WorkerTestCase: XCTestCase {
     }
 }
 
+/// Holds async callers until `open()`: a sink that must not answer before the test says so.
+final class Gate: @unchecked Sendable {
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var isOpen = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    /// Returns once the gate is open.
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let openAlready = lock.withLock { () -> Bool in
+                if isOpen { return true }
+                waiting.append(continuation)
+                return false
+            }
+            if openAlready { continuation.resume() }
+        }
+    }
+
+    /// Lets every caller through, now and later.
+    func open() {
+        let released = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
+            isOpen = true
+            defer { waiting = [] }
+            return waiting
+        }
+        released.forEach { $0.resume() }
+    }
+}
+
 /// A test prerequisite missing under `CI=true`: thrown, it fails the test with its message.
 struct MissingPrerequisite: Error, CustomStringConvertible {
     let description: String
