@@ -209,11 +209,27 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Two kinds of tests (docs/architecture.md, "Tests", has the command for each). Unit
+        // targets (CourierModelTests, RetryClientTests and the *UnitTests) need no PostgreSQL
+        // and run in seconds; they may use CourierTesting's loopback servers and `courier`
+        // runner, never its TestDatabase (RepositoryRulesTests checks). Integration targets use
+        // a real server through COURIER_TEST_DATABASE_URL (scripts/with-postgres).
+        .testTarget(
+            name: "CourierModelTests",
+            dependencies: ["CourierModel"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "PostgresUnitTests",
+            dependencies: ["Postgres"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "PostgresTests",
             dependencies: ["Postgres", "CourierTesting"],
             swiftSettings: strict
         ),
+        // A unit target: a stub transport and servers on 127.0.0.1, no database.
         .testTarget(
             name: "RetryClientTests",
             dependencies: [
@@ -227,8 +243,21 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "CourierCoreUnitTests",
+            dependencies: ["CourierCore"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "CourierCoreTests",
             dependencies: ["CourierCore", "Postgres", "CourierTesting"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CourierWorkerUnitTests",
+            dependencies: [
+                "CourierWorker", "CourierCore", "RetryClient", "CourierTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -236,6 +265,15 @@ let package = Package(
             dependencies: [
                 "CourierWorker", "CourierCore", "CourierSink", "Postgres", "RetryClient", "CourierTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CourierCLIUnitTests",
+            dependencies: [
+                "CourierCLI", "CourierCLISupport", "CourierCore", "CourierMetrics", "CourierTesting",
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),
@@ -244,7 +282,6 @@ let package = Package(
             dependencies: [
                 "CourierCLI", "CourierCLISupport", "CourierBench", "CourierCore", "CourierMetrics", "Postgres",
                 "CourierTesting",
-                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

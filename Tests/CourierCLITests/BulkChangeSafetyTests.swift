@@ -10,21 +10,6 @@ import XCTest
 /// --all`) say what they would change, ask on a terminal, refuse in scripts without `--yes`,
 /// and only count with `--dry-run`; durations need a unit.
 final class BulkChangeSafetyTests: CLITestCase {
-    func testDecisionTable() {
-        typealias D = BulkChangeOptions.Decision
-        let cases: [(count: Int, yes: Bool, dryRun: Bool, terminal: Bool, expected: D)] = [
-            (0, false, false, false, .nothingMatches), (0, true, true, true, .nothingMatches),
-            (1, false, true, false, .report), (5, true, true, true, .report),
-            (1, true, false, false, .proceed), (1, true, false, true, .proceed),
-            (1, false, false, true, .ask), (1, false, false, false, .refuse),
-        ]
-        for c in cases {
-            XCTAssertEqual(
-                BulkChangeOptions.decide(count: c.count, yes: c.yes, dryRun: c.dryRun, stdinIsTerminal: c.terminal),
-                c.expected, "\(c)")
-        }
-    }
-
     func testPurgeDryRunCountsAndDeletesNothing() throws {
         for _ in 0..<3 { try insertJob(state: "dead", queue: "billing", finishedAgo: 40 * 86_400) }
         let human = try courier("purge", "--state", "dead", "--older-than", "30d", "--queue", "billing", "--dry-run")

@@ -237,10 +237,37 @@ final class DestinationTests: XCTestCase {
         change.rateLimit = .some(5)
         try DestinationStore(connection: connection).update(host("slow"), change)
         let store = JobStore(connection: connection, workerID: "w1")
+        // A full bucket: a second's worth starts at once, which empties it at that claim's now().
         XCTAssertEqual(try store.claim(queues: [queue], limit: 20, lease: .seconds(60)).count, 5)
-        XCTAssertEqual(try store.claim(queues: [queue], limit: 20, lease: .seconds(60)).count, 0)
-        Thread.sleep(forTimeInterval: 0.45)
-        XCTAssertEqual(try store.claim(queues: [queue], limit: 20, lease: .seconds(60)).count, 2)
+        let emptied = try connection.query(
+            "SELECT tokens, tokens_at::text FROM courier.destinations WHERE host = $1", [host("slow")])[0]
+        XCTAssertEqual(try emptied.decode(0, as: Double.self), 0)
+        let emptiedAt: String = try emptied.decode(1)
+        // Right after, only what refilled since can start: nothing, unless this machine stalled
+        // for 0.2 s (the bound is the refill up to a statement that runs after the claim).
+        let second = try store.claim(queues: [queue], limit: 20, lease: .seconds(60)).count
+        let secondBound: Int = try connection.query(
+            "SELECT floor(least(5, 5 * extract(epoch FROM now() - $1::timestamptz)::float8))::int", [emptiedAt]
+        )[0].decode(0)
+        XCTAssertLessThanOrEqual(second, secondBound)
+        // 0.45 s pass on the bucket's clock, not the test's: an empty bucket filled 450 ms ago.
+        let filledAt: String = try connection.query(
+            """
+            UPDATE courier.destinations SET tokens = 0, tokens_at = now() - interval '450 milliseconds'
+            WHERE host = $1 RETURNING tokens_at::text
+            """, [host("slow")])[0].decode(0)
+        let claimed = try store.claim(queues: [queue], limit: 20, lease: .seconds(60)).count
+        // The claim refilled the bucket at 5 a second from then to its own now() (which it
+        // recorded), at most a second's worth, started one job per whole token, kept the rest.
+        let bucket = try connection.query(
+            """
+            SELECT least(5, 5 * extract(epoch FROM tokens_at - $2::timestamptz)::float8), tokens
+            FROM courier.destinations WHERE host = $1
+            """, [host("slow"), filledAt])[0]
+        let refill = try bucket.decode(0, as: Double.self)
+        XCTAssertGreaterThanOrEqual(refill, 2.25, "the claim saw at least the 0.45 s")
+        XCTAssertEqual(claimed, Int(refill.rounded(.down)), "refill \(refill)")
+        XCTAssertEqual(try bucket.decode(1, as: Double.self), refill - Double(claimed), accuracy: 1e-9)
     }
 
     func testTooManyRequestsPostponesWithoutSpendingAnAttempt() throws {

@@ -86,6 +86,8 @@ final class QueueStatsCountsTests: OwnDatabaseTestCase {
         _ = try enqueue(20, queue: "a")
         let other = try PostgresConnection(url)
         defer { other.close() }
+        let ownPID: Int = try connection.query("SELECT pg_backend_pid()")[0].decode(0)
+        let otherPID: Int = try other.query("SELECT pg_backend_pid()")[0].decode(0)
         try connection.simpleQuery("BEGIN")
         let folded: Int = try connection.query(WorkerStatements.foldJobCounts.sql)[0].decode(0)
         XCTAssertEqual(folded, 20)
@@ -95,7 +97,15 @@ final class QueueStatsCountsTests: OwnDatabaseTestCase {
         DispatchQueue.global().async(group: group) {
             results.add(Result { try other.query(WorkerStatements.foldJobCounts.sql)[0].decode(0, as: Int.self) })
         }
-        Thread.sleep(forTimeInterval: 0.2)
+        // Commit only once the second fold is blocked behind this transaction (the lock
+        // manager's own view, not a guess at how long that takes).
+        let deadline = Date().addingTimeInterval(30)
+        var blocked = false
+        while !blocked && Date() < deadline {
+            blocked = try connection.query("SELECT $1::int = ANY(pg_blocking_pids($2::int))", [ownPID, otherPID])[0].decode(0)
+            if !blocked { Thread.sleep(forTimeInterval: 0.01) }
+        }
+        XCTAssertTrue(blocked, "the second fold never waited on the first")
         try connection.simpleQuery("COMMIT")
         group.wait()
         XCTAssertEqual(try results.all.map { try $0.get() }, [0])

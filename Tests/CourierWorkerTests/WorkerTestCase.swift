@@ -40,6 +40,21 @@ class WorkerTestCase: XCTestCase {
         return (process, errors)
     }
 
+    /// The command that runs `pg_ctl` for the test cluster (`COURIER_TEST_PGCTL`, exported by
+    /// scripts/with-postgres), for the tests that stop or restart the server. Like
+    /// `TestDatabase.serverURL()` for the database: without it a test is skipped loudly on a
+    /// developer's machine and fails under `CI=true`.
+    func pgctl() throws -> String {
+        let environment = ProcessInfo.processInfo.environment
+        if let command = environment["COURIER_TEST_PGCTL"], !command.isEmpty { return command }
+        let message = "COURIER_TEST_PGCTL is not set: run the tests through scripts/test to stop and start the server"
+        if environment["CI"] == "true" {
+            throw MissingPrerequisite(description: message + " (CI=true: a missing prerequisite is a failure)")
+        }
+        print("warning: SKIPPING outage test: \(message)")
+        throw XCTSkip(message)
+    }
+
     /// Polls `condition` every 50 ms until it holds or `timeout` seconds pass; returns whether it held.
     func waitFor(_ timeout: Double, _ condition: () throws -> Bool) throws -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
@@ -59,4 +74,39 @@ class WorkerTestCase: XCTestCase {
         probe?.close()
         if ownsDatabase, let url { TestDatabase.drop(url) }
     }
+}
+
+/// Holds async callers until `open()`: a sink that must not answer before the test says so.
+final class Gate: @unchecked Sendable {
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var isOpen = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    /// Returns once the gate is open.
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let openAlready = lock.withLock { () -> Bool in
+                if isOpen { return true }
+                waiting.append(continuation)
+                return false
+            }
+            if openAlready { continuation.resume() }
+        }
+    }
+
+    /// Lets every caller through, now and later.
+    func open() {
+        let released = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
+            isOpen = true
+            defer { waiting = [] }
+            return waiting
+        }
+        released.forEach { $0.resume() }
+    }
+}
+
+/// A test prerequisite missing under `CI=true`: thrown, it fails the test with its message.
+struct MissingPrerequisite: Error, CustomStringConvertible {
+    let description: String
 }

@@ -130,9 +130,7 @@ final class WorkerUnderStressTests: WorkerTestCase {
     // MARK: Outages and shutdown
 
     func testAnOutageLongerThanTheLeaseWritesNoOutcomeTwiceAndSendsNoJobTwice() async throws {
-        guard let pgctl = ProcessInfo.processInfo.environment["COURIER_TEST_PGCTL"] else {
-            throw XCTSkip("COURIER_TEST_PGCTL is not set: run through scripts/test to stop the server")
-        }
+        let pgctl = try self.pgctl()
         let sink = try await startSink(delay: { 2 })
         let ids = try (0..<60).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue, maxAttempts: 5) }
         _ = try startPool(id: "outage-a", concurrency: 10, lease: .seconds(60))
@@ -186,9 +184,7 @@ final class WorkerUnderStressTests: WorkerTestCase {
     }
 
     func testStopWithPostgreSQLDownExitsWithinGracePlusTenSeconds() async throws {
-        guard let pgctl = ProcessInfo.processInfo.environment["COURIER_TEST_PGCTL"] else {
-            throw XCTSkip("COURIER_TEST_PGCTL is not set: run through scripts/test to stop the server")
-        }
+        let pgctl = try self.pgctl()
         let sink = try await startSink(delay: { 3 })
         _ = try (0..<20).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
         let (process, _) = try startWorkerProcess(["--grace-period", "2s"])
@@ -243,21 +239,18 @@ final class WorkerUnderStressTests: WorkerTestCase {
         let path: String
         private let fd: Int32
         private let lock = NSLock()
-        private var received: [(Date, String)] = []
+        // Guarded by `lock`.
+        private var received: [String] = []
+        private var marks = 0
         private var reader: Thread?
+        private let readerDone = DispatchSemaphore(value: 0)
 
         init() throws {
             path = NSTemporaryDirectory() + "courier-notify-\(UInt32.random(in: 0...UInt32.max)).sock"
             fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
+            let bound = Self.withAddress(path) { bind(fd, $0, $1) }
             guard fd >= 0, bound == 0 else { throw POSIXError(.EADDRNOTAVAIL) }
+            // The reader wakes up at least every 200 ms to see that it was cancelled.
             var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             let thread = Thread { [self] in
@@ -266,21 +259,86 @@ final class WorkerUnderStressTests: WorkerTestCase {
                     let n = recv(fd, &buffer, buffer.count, 0)
                     if n > 0 {
                         let text = String(decoding: buffer[0..<n], as: UTF8.self)
-                        lock.withLock { received.append((Date(), text)) }
+                        lock.withLock { received.append(text) }
                     }
                 }
+                readerDone.signal()
             }
             reader = thread
             thread.start()
         }
 
-        var messages: [(Date, String)] { lock.withLock { received } }
+        private static func withAddress<T>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+        }
+
+        /// What arrived so far, without the test's own marks.
+        var messages: [String] { lock.withLock { received.filter { !$0.hasPrefix("TEST_MARK=") } } }
+
+        /// Every message sent to the socket before this call: sends a mark of its own (a
+        /// datagram socket keeps the order) and waits until the reader has it; nil when it
+        /// has not after 10 s.
+        func messagesSentSoFar() -> [String]? {
+            let mark = lock.withLock { () -> String in
+                marks += 1
+                return "TEST_MARK=\(marks)"
+            }
+            let sender = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+            defer { Glibc.close(sender) }
+            let bytes = Array(mark.utf8)
+            let sent = Self.withAddress(path) { sendto(sender, bytes, bytes.count, 0, $0, $1) }
+            guard sent == bytes.count else { return nil }
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline {
+                if lock.withLock({ received.contains(mark) }) { return messages }
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+            return nil
+        }
 
         func close() {
             reader?.cancel()
-            Thread.sleep(forTimeInterval: 0.3)
+            _ = readerDone.wait(timeout: .now() + 5)
             Glibc.close(fd)
             unlink(path)
+        }
+    }
+
+    /// Keeps what the worker logs, for tests that wait on what it says.
+    private final class LoggedMessages: @unchecked Sendable {
+        private let lock = NSLock()
+        // Guarded by `lock`.
+        private var messages: [String] = []
+
+        func append(_ message: String) { lock.withLock { messages.append(message) } }
+
+        func count(containing fragment: String) -> Int { lock.withLock { messages.filter { $0.contains(fragment) }.count } }
+
+        /// A logger whose messages at `level` and above are kept here (and printed nowhere).
+        func logger(level: Logger.Level) -> Logger {
+            var logger = Logger(label: "test.worker") { _ in Handler(messages: self) }
+            logger.logLevel = level
+            return logger
+        }
+
+        private struct Handler: LogHandler {
+            let messages: LoggedMessages
+            var logLevel: Logger.Level = .info
+            var metadata: Logger.Metadata = [:]
+
+            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+                get { metadata[key] }
+                set { metadata[key] = newValue }
+            }
+
+            func log(event: LogEvent) {
+                messages.append(event.message.description)
+            }
         }
     }
 
@@ -300,8 +358,8 @@ final class WorkerUnderStressTests: WorkerTestCase {
         XCTAssertThrowsError(try service.run()) { error in
             XCTAssertTrue("\(error)".contains("courier migrate"), "\(error)")
         }
-        Thread.sleep(forTimeInterval: 0.3)
-        XCTAssertFalse(socket.messages.contains { $0.1.contains("READY=1") }, "\(socket.messages)")
+        let sent = try XCTUnwrap(socket.messagesSentSoFar(), "the notify socket stopped reading")
+        XCTAssertFalse(sent.contains { $0.contains("READY=1") }, "\(sent)")
     }
 
     func testUnmigratedDatabaseMakesTheWorkerCommandExitWithItsOwnCode() throws {
@@ -333,13 +391,14 @@ final class WorkerUnderStressTests: WorkerTestCase {
     func testWatchdogIsNotPingedWhileALoopIsStuck() throws {
         let socket = try FakeNotifySocket()
         defer { socket.close() }
-        var logger = Logger(label: "test.worker")
-        logger.logLevel = .critical
+        let logged = LoggedMessages()
+        let logger = logged.logger(level: .error)
         let deliverer = HTTPDeliverer(configuration: HTTPDelivererConfiguration(), logger: logger)
         defer { deliverer.shutdown() }
         var configuration = WorkerConfiguration(queues: [queue], pollInterval: .milliseconds(100))
         configuration.connection = .worker
         let pool = WorkerPool(databaseURL: url, configuration: configuration, deliverer: deliverer, logger: logger)
+        // A watchdog interval of 1 s: a beat every 0.25 s, a loop stuck after 0.5 s.
         let service = WorkerService(
             pool: pool, logger: logger,
             notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "1000000"]),
@@ -349,24 +408,35 @@ final class WorkerUnderStressTests: WorkerTestCase {
             try? service.run()
             finished.signal()
         }
-        Thread.sleep(forTimeInterval: 2)
-        XCTAssertTrue(socket.messages.contains { $0.1.contains("READY=1") })
-        XCTAssertTrue(socket.messages.contains { $0.1.contains("WATCHDOG=1") }, "no watchdog ping while healthy")
-        XCTAssertTrue(socket.messages.contains { $0.1.contains("STATUS=") && $0.1.contains("in flight") })
+        func pings(_ messages: [String]) -> Int { messages.filter { $0.contains("WATCHDOG=1") }.count }
+
+        // Healthy: ready, pinging, and reporting its status.
+        let healthy = try waitFor(30) {
+            let messages = socket.messages
+            return messages.contains { $0.contains("READY=1") } && pings(messages) > 0
+                && messages.contains { $0.contains("STATUS=") && $0.contains("in flight") }
+        }
+        XCTAssertTrue(healthy, "no READY=1, WATCHDOG=1 and STATUS= while healthy: \(socket.messages)")
 
         // Hold an exclusive lock on the jobs table: the next claim blocks inside libpq.
+        let stuckNotice = "not pinging the watchdog"
+        let noticedBefore = logged.count(containing: stuckNotice)
         let locker = try PostgresConnection(url)
         try locker.simpleQuery("BEGIN; LOCK TABLE courier.jobs IN ACCESS EXCLUSIVE MODE")
-        Thread.sleep(forTimeInterval: 1)  // the loop runs into the lock; half the interval passes
-        let stuckFrom = Date()
-        Thread.sleep(forTimeInterval: 3)
-        let stuckUntil = Date()
+        // The service finds the loop stuck once it has not answered for half the interval...
+        let noticed = try waitFor(30) { logged.count(containing: stuckNotice) > noticedBefore }
+        XCTAssertTrue(noticed, "the stuck loop went unnoticed")
+        let pingsWhenNoticed = pings(try XCTUnwrap(socket.messagesSentSoFar(), "the notify socket stopped reading"))
+        // ...and sends no ping on the next four beats (a whole watchdog interval), still stuck.
+        let stayed = try waitFor(30) { logged.count(containing: stuckNotice) > noticedBefore + 4 }
+        XCTAssertTrue(stayed, "the service stopped finding the loop stuck while the lock was held")
+        let pingsWhileStuck = pings(try XCTUnwrap(socket.messagesSentSoFar(), "the notify socket stopped reading"))
+        XCTAssertEqual(pingsWhileStuck, pingsWhenNoticed, "the watchdog was pinged while a loop was stuck")
         try locker.simpleQuery("ROLLBACK")
         locker.close()
-        Thread.sleep(forTimeInterval: 2)
-        let pings = socket.messages.filter { $0.1.contains("WATCHDOG=1") }.map(\.0)
-        XCTAssertFalse(pings.contains { $0 > stuckFrom && $0 < stuckUntil }, "the watchdog was pinged while a loop was stuck")
-        XCTAssertTrue(pings.contains { $0 > stuckUntil }, "the watchdog pings did not resume")
+
+        let resumed = try waitFor(30) { pings(socket.messages) > pingsWhileStuck }
+        XCTAssertTrue(resumed, "the watchdog pings did not resume")
         service.requestStop()
         XCTAssertEqual(finished.wait(timeout: .now() + 30), .success)
     }

@@ -138,12 +138,4 @@ final class ParameterRoundTripTests: XCTestCase {
         XCTAssertEqual(try connection.copyIn("COPY c (a, b) FROM STDIN", chunks: chunks), 3)
         XCTAssertEqual(try connection.query("SELECT count(*), count(b) FROM c")[0].decode(1, as: Int.self), 2)
     }
-
-    func testTimestampFormatterAndParserAgree() {
-        for seconds in [0.0, -1.5, 1_000_000_000.000001, 4_102_444_800.999999, -2_208_988_800] {
-            let date = Date(timeIntervalSince1970: seconds)
-            let parsed = PostgresTimestamp.parse(PostgresTimestamp.format(date).replacingOccurrences(of: "T", with: " "))
-            XCTAssertEqual(parsed?.timeIntervalSince1970 ?? .nan, seconds, accuracy: 1e-6, "\(seconds)")
-        }
-    }
 }

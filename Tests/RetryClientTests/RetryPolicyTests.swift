@@ -7,6 +7,14 @@ final class RetryPolicyTests: XCTestCase {
         Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 
+    /// The retry client's policy is a view of CourierModel's `Backoff` (moved here from
+    /// BackoffTests, which test `Backoff` alone in CourierModelTests).
+    func testThePolicyIsAViewOfABackoff() {
+        XCTAssertEqual(
+            RetryPolicy(exponentialBackoffScale: .milliseconds(500), maximumBackoff: .seconds(60), jitter: .none).backoff,
+            .exponential(initial: .milliseconds(500), base: 2, maximum: .seconds(60)))
+    }
+
     func testDefaultDelaysFollowTheDocumentedCurveWithinJitterBounds() {
         let policy = RetryPolicy()
         var rng = SplitMix64(seed: 42)

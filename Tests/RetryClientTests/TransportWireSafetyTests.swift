@@ -207,13 +207,16 @@ final class TransportWireSafetyTests: XCTestCase {
         let small = AsyncHTTPClientTransport(configuration: configuration)
         extraTransports.append(small)
         let body = Array("slow answer".utf8)
-        // About 0.5 s to answer, so the second pair evicts the first while its request runs.
+        // About 0.5 s to answer once asked.
         let slow = try await server(
             .trickle(RawTCPServer.responseHead(contentLength: body.count) + body, interval: 0.007))
         let fast = try await server(.respond(RawTCPServer.responseHead(contentLength: 0)))
         async let first = small.send(
             OutboundRequest(method: "GET", url: "http://a.invalid:\(slow.port)/", connectAddress: "127.0.0.1"))
-        try await Task.sleep(for: .milliseconds(150))
+        // Once the slow server has the request, the first client is mid-request (its answer
+        // trickles for about 0.5 s): the second pair evicts it then.
+        let arrived = await eventually { slow.bytesReceived > 0 }
+        XCTAssertTrue(arrived, "the first request never reached its server")
         let second = try await small.send(
             OutboundRequest(method: "GET", url: "http://b.invalid:\(fast.port)/", connectAddress: "127.0.0.1"))
         XCTAssertEqual(second.status, 200)

@@ -60,21 +60,32 @@ final class WithRetriesTests: XCTestCase {
 
     func testCancellationStopsALongAsyncWait() async {
         let attempts = Counter()
+        // `backoff` is asked right before the wait: from then on the task only sleeps.
+        let waiting = expectation(description: "the first wait began")
         let task = Task {
             try await withRetries(
                 maxAttempts: 10,
-                backoff: { _ in .seconds(3600) },
+                backoff: { _ in
+                    waiting.fulfill()
+                    return .seconds(3600)
+                },
                 isRetryable: { _ in true }
             ) { () async throws -> Int in
                 attempts.increment()
                 throw SampleError(retryable: true)
             }
         }
-        try? await Task.sleep(for: .milliseconds(100))
-        let started = ContinuousClock.now
+        await fulfillment(of: [waiting], timeout: 10)
         task.cancel()
-        let result = await task.result
-        XCTAssertLessThan(ContinuousClock.now - started, .seconds(1))
+        // An hour's wait ends with the cancellation; the bound only keeps a broken build from
+        // hanging the run.
+        let returned = expectation(description: "the cancelled task returned")
+        let result = ResultBox<Int>()
+        Task {
+            result.set(await task.result)
+            returned.fulfill()
+        }
+        await fulfillment(of: [returned], timeout: 30)
         XCTAssertThrowsError(try result.get()) { XCTAssertTrue($0 is CancellationError, "\($0)") }
         XCTAssertEqual(attempts.value, 1)
     }
@@ -117,26 +128,36 @@ final class WithRetriesTests: XCTestCase {
     }
 
     func testSyncStopRequestEndsALongWait() {
+        // Another thread asks to stop once the wait is under way (its first poll of
+        // `shouldStop`); the poll after that must end the hour's wait.
+        let waiting = DispatchSemaphore(value: 0)
         let stop = Counter()
+        let polls = Counter()
         let stopper = Thread {
-            usleep(100_000)
+            waiting.wait()
             stop.increment()
         }
         stopper.start()
         var attempts = 0
-        let started = ContinuousClock.now
+        // 600 polls of at most 50 ms: a bound that keeps a broken build from hanging the run.
+        let pollLimit = 600
         XCTAssertThrowsError(
             try withRetriesSync(
                 maxAttempts: 10,
                 backoff: { _ in .seconds(3600) },
                 isRetryable: { _ in true },
-                shouldStop: { stop.value > 0 }
+                shouldStop: {
+                    if stop.value > 0 { return true }
+                    if polls.increment() == 1 { waiting.signal() }
+                    return polls.value > pollLimit
+                }
             ) { () throws -> Int in
                 attempts += 1
                 throw SampleError(retryable: true)
             }
         ) { XCTAssertTrue($0 is CancellationError, "\($0)") }
-        XCTAssertLessThan(ContinuousClock.now - started, .seconds(1))
+        XCTAssertEqual(stop.value, 1, "the wait ended before the stop was asked for")
+        XCTAssertLessThanOrEqual(polls.value, pollLimit, "the stop request was not seen")
         XCTAssertEqual(attempts, 1)
     }
 }

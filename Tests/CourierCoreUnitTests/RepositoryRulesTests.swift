@@ -77,4 +77,40 @@ final class RepositoryRulesTests: XCTestCase {
         }
         XCTAssertEqual(offenders, [])
     }
+
+    /// The unit test targets run without PostgreSQL (docs/architecture.md, "Tests"): no file of
+    /// theirs reaches for a database through the test helpers or the test environment, so a
+    /// test that needs one cannot land in a target run without it (where it would be skipped).
+    func testUnitTestTargetsNeverUseTheDatabase() throws {
+        let tests = root.appendingPathComponent("Tests")
+        let unitTargets = try FileManager.default.contentsOfDirectory(atPath: tests.path)
+            .filter { $0.hasSuffix("UnitTests") || $0 == "CourierModelTests" || $0 == "RetryClientTests" }.sorted()
+        XCTAssertEqual(
+            unitTargets,
+            ["CourierCLIUnitTests", "CourierCoreUnitTests", "CourierModelTests", "CourierWorkerUnitTests",
+             "PostgresUnitTests", "RetryClientTests"],
+            "a unit target was added or renamed: update docs/architecture.md (Tests) and this list")
+        let databaseHelpers = [
+            "TestDatabase", "JobsProbe", "OwnDatabaseTestCase", "CLITestCase", "WorkerTestCase",
+            "COURIER_TEST_DATABASE_URL", "COURIER_TEST_PGDATA", "COURIER_TEST_PGCTL",
+        ]
+        let this = URL(fileURLWithPath: #filePath).standardizedFileURL.path
+        var offenders: [String] = []
+        var scanned = 0
+        for target in unitTargets {
+            let directory = tests.appendingPathComponent(target)
+            guard let walker = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil) else {
+                continue
+            }
+            for case let url as URL in walker where url.pathExtension == "swift" && url.standardizedFileURL.path != this {
+                scanned += 1
+                let text = try String(contentsOf: url, encoding: .utf8)
+                for helper in databaseHelpers where text.contains(helper) {
+                    offenders.append("Tests/\(target)/\(url.lastPathComponent) uses \(helper)")
+                }
+            }
+        }
+        XCTAssertGreaterThan(scanned, 20, "the walk found the unit tests")
+        XCTAssertEqual(offenders, [], "a test that needs PostgreSQL belongs in an integration target")
+    }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import RetryClient
+import CourierModel
 import XCTest
 
 /// The one backoff type: exponential and stepped delays, jitter bounds, caps.
@@ -45,12 +45,5 @@ final class BackoffTests: XCTestCase {
             XCTAssertGreaterThanOrEqual(delay, nominal * 0.8)
             XCTAssertLessThanOrEqual(delay, nominal * 1.2)
         }
-    }
-
-    func testTheTiersUseIt() {
-        // The retry client's policy and the durable schedule are views of a Backoff.
-        XCTAssertEqual(
-            RetryPolicy(exponentialBackoffScale: .milliseconds(500), maximumBackoff: .seconds(60), jitter: .none).backoff,
-            .exponential(initial: .milliseconds(500), base: 2, maximum: .seconds(60)))
     }
 }

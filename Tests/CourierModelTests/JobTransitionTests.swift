@@ -1,5 +1,5 @@
 import Foundation
-import CourierCore
+import CourierModel
 import XCTest
 
 final class JobTransitionTests: XCTestCase {
@@ -129,17 +129,6 @@ final class JobTransitionTests: XCTestCase {
             jobID: 1, attempt: 1, transition: .dead(reason: "HTTP 410"), delivery: .response(status: 410),
             startedAt: Date(), finishedAt: Date())
         XCTAssertEqual(record.signal, .gone, "the record's signal is the verdict's")
-    }
-
-    func testDestinationHostNames() {
-        XCTAssertEqual(DestinationHost.normalize("Hooks.Example.COM"), "hooks.example.com")
-        XCTAssertEqual(DestinationHost.normalize("https://Hooks.example.com:8443/x?y=1"), "hooks.example.com")
-        XCTAssertEqual(DestinationHost.normalize("http://[::1]:80/x"), "[::1]")
-        XCTAssertEqual(DestinationHost.normalize("[2001:db8::1]"), "[2001:db8::1]")
-        XCTAssertNil(DestinationHost.normalize(""))
-        XCTAssertNil(DestinationHost.normalize("a b"))
-        XCTAssertNil(DestinationHost.normalize("evil.com/../x"))
-        XCTAssertNil(DestinationHost.normalize(String(repeating: "a", count: 300)))
     }
 
     func testExhaustedAttemptsGoDeadWithTheLastError() {

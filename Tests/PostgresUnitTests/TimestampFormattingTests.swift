@@ -1,0 +1,27 @@
+import Foundation
+import Postgres
+import XCTest
+
+/// How timestamps are written for and read from the server, with no server: formatting never
+/// traps, and the parser reads back what the formatter wrote.
+final class TimestampFormattingTests: XCTestCase {
+    func testFormattingIsTotal() {
+        XCTAssertEqual(PostgresTimestamp.format(Date(timeIntervalSince1970: 0)), "1970-01-01T00:00:00.000000Z")
+        XCTAssertEqual(PostgresTimestamp.format(Date(timeIntervalSince1970: -0.5)), "1969-12-31T23:59:59.500000Z")
+        XCTAssertEqual(PostgresTimestamp.format(Date(timeIntervalSince1970: 1.9999996)), "1970-01-01T00:00:02.000000Z")
+        // Year 300000 has more microseconds since 1970 than Int64 holds (this trapped before).
+        let year300000 = Date(timeIntervalSince1970: 9_404_918_380_800)
+        XCTAssertEqual(PostgresTimestamp.format(year300000), "300000-01-01T00:00:00.000000Z")
+        for seconds in [Double.infinity, -Double.infinity, .nan, 1e300, -1e300, Double.greatestFiniteMagnitude] {
+            XCTAssertFalse(PostgresTimestamp.format(Date(timeIntervalSince1970: seconds)).isEmpty)
+        }
+    }
+
+    func testTimestampFormatterAndParserAgree() {
+        for seconds in [0.0, -1.5, 1_000_000_000.000001, 4_102_444_800.999999, -2_208_988_800] {
+            let date = Date(timeIntervalSince1970: seconds)
+            let parsed = PostgresTimestamp.parse(PostgresTimestamp.format(date).replacingOccurrences(of: "T", with: " "))
+            XCTAssertEqual(parsed?.timeIntervalSince1970 ?? .nan, seconds, accuracy: 1e-6, "\(seconds)")
+        }
+    }
+}
