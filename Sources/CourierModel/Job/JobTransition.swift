@@ -52,6 +52,7 @@ public enum JobTransition: Sendable, Equatable {
         _ delivery: Delivery, attempt: Int, maxAttempts: Int, schedule: RetrySchedule, postponements: Int = 0,
         parkOnGone: Bool = true, random: Double
     ) -> JobTransition {
+        if delivery.verdict.durable == .succeed { return .succeed }
         let error = delivery.error ?? "HTTP \(delivery.status.map(String.init) ?? "-")"
         switch delivery.verdict.durable {
         case .succeed:
