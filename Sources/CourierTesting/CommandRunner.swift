@@ -73,11 +73,11 @@ public enum CourierRunner {
     }
 }
 
-/// Waits for a Foundation `Process` to exit, at most `timeout` seconds. Foundation's
+/// Waits for a Foundation `Process` to exit, at most `timeout`. Foundation's
 /// `waitUntilExit` was seen to wait forever for a child that had already exited (its exit
 /// went unnoticed); a test must fail or go on, never hang the whole run.
-public func waitForExit(_ process: Process, timeout: Double = 60) {
-    let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+public func waitForExit(_ process: Process, timeout: Duration = .seconds(60)) {
+    let deadline = ContinuousClock.now + timeout
+    while process.isRunning && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
     if process.isRunning { kill(process.processIdentifier, SIGKILL) }
 }

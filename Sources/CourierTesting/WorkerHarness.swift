@@ -96,9 +96,9 @@ public struct JobsProbe {
     }
 
     /// Polls until every job of `queue` is final or `timeout` passes; returns true when settled.
-    public func waitUntilSettled(queue: String, timeout: Double) throws -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+    public func waitUntilSettled(queue: String, timeout: Duration) throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
             if try unsettled(queue: queue) == 0 { return true }
             Thread.sleep(forTimeInterval: 0.05)
         }

@@ -67,7 +67,7 @@ final class SchemaVersionGuardTests: CLITestCase {
         process.standardOutput = try FileHandle(forWritingTo: out)
         process.standardError = try FileHandle(forWritingTo: err)
         try process.run()
-        waitForExit(process, timeout: 60)
+        waitForExit(process, timeout: .seconds(60))
         XCTAssertFalse(process.isRunning, "courier \(arguments.joined(separator: " ")) did not refuse to start")
         return (
             status: process.isRunning ? -1 : process.terminationStatus,

@@ -69,7 +69,7 @@ final class WebCommandTests: CLITestCase {
         XCTAssertEqual(Self.status("http://127.0.0.1:\(port)/queues"), 401)
 
         kill(process.processIdentifier, SIGTERM)
-        waitForExit(process, timeout: 20)
+        waitForExit(process, timeout: .seconds(20))
         XCTAssertFalse(process.isRunning, "SIGTERM stops it")
         XCTAssertEqual(process.terminationStatus, 0)
         let output = String(decoding: (try? Data(contentsOf: log)) ?? Data(), as: UTF8.self)

@@ -26,7 +26,7 @@ final class AttemptHistoryTests: WorkerTestCase {
             try probe.enqueue(url: sink.baseURL + "/reset", queue: queue, maxAttempts: 3, retrySeconds: [0.1])
         }
         _ = try startWorkerProcess()
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 60))
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(60)))
         for id in ids {
             let job = try probe.job(id)
             XCTAssertEqual(job.state, "dead")

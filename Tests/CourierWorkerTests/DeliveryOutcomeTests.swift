@@ -64,7 +64,7 @@ final class DeliveryOutcomeTests: XCTestCase {
     func testSuccessOnFirstTry() throws {
         let id = try probe.enqueue(url: sink.baseURL + "/ok", queue: queue)
         try startPool()
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 10))
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(10)))
         let job = try probe.job(id)
         XCTAssertEqual(job.state, "succeeded")
         XCTAssertEqual(job.attempt, 1)
@@ -78,7 +78,7 @@ final class DeliveryOutcomeTests: XCTestCase {
     func testTwo503sThenSuccessSucceedsWithThreeAttemptRows() throws {
         let id = try probe.enqueue(url: sink.baseURL + "/flaky", queue: queue, maxAttempts: 5)
         try startPool()
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 15))
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(15)))
         XCTAssertEqual(try probe.job(id).state, "succeeded")
         XCTAssertEqual(try probe.job(id).attempt, 3)
         XCTAssertEqual(try probe.attemptCount(id), 3)
@@ -91,7 +91,7 @@ final class DeliveryOutcomeTests: XCTestCase {
     func testAlways503WithThreeMaxAttemptsDeadLettersAfterThree() throws {
         let id = try probe.enqueue(url: sink.baseURL + "/down", queue: queue, maxAttempts: 3)
         try startPool()
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 15))
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(15)))
         let job = try probe.job(id)
         XCTAssertEqual(job.state, "dead")
         XCTAssertEqual(job.attempt, 3)
@@ -103,7 +103,7 @@ final class DeliveryOutcomeTests: XCTestCase {
     func testBadRequestDeadLettersAfterOneAttempt() throws {
         let id = try probe.enqueue(url: sink.baseURL + "/bad", queue: queue, maxAttempts: 5)
         try startPool()
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 10))
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(10)))
         let job = try probe.job(id)
         XCTAssertEqual(job.state, "dead")
         XCTAssertEqual(job.attempt, 1)
@@ -139,7 +139,7 @@ final class DeliveryOutcomeTests: XCTestCase {
         try probe.connection.query("INSERT INTO courier.queues (name, signing_secret) VALUES ($1, $2)", [queue, secret])
         let id = try probe.enqueue(url: sink.baseURL + "/ok", queue: queue)
         try startPool()
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 10))
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(10)))
         let request = try XCTUnwrap(log.all.first)
         XCTAssertEqual(request.header("courier-job-id"), String(id))
         XCTAssertEqual(request.header("courier-attempt"), "1")
@@ -158,7 +158,7 @@ final class DeliveryOutcomeTests: XCTestCase {
     func testUnsignedDeliveriesCarryAStableWebhookIDAndATimestamp() throws {
         let id = try probe.enqueue(url: sink.baseURL + "/flaky", queue: queue, maxAttempts: 5)
         try startPool()
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 10))
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(10)))
         let requests = log.all.filter { $0.header("courier-job-id") == String(id) }
         XCTAssertEqual(requests.count, 3, "two 503s, then 200")
         XCTAssertEqual(Set(requests.compactMap { $0.header("webhook-id") }), ["job_\(id)"], "the same id on every attempt")
@@ -173,7 +173,7 @@ final class DeliveryOutcomeTests: XCTestCase {
     func testPrivateTargetIsRefusedWithoutTheFlagAndTheSinkSeesNothing() throws {
         let id = try probe.enqueue(url: sink.baseURL + "/ok", queue: queue, maxAttempts: 5)
         try startPool(allowPrivate: false)
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 10))
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(10)))
         let job = try probe.job(id)
         XCTAssertEqual(job.state, "dead")
         XCTAssertEqual(job.attempt, 1)

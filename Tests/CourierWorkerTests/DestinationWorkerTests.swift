@@ -30,7 +30,7 @@ final class DestinationWorkerTests: WorkerTestCase {
         // stop them at 8, below their 10 slots together.
         _ = try startWorkerProcess(["--per-host-limit", "8", "--concurrency", "5"])
         _ = try startWorkerProcess(["--per-host-limit", "8", "--concurrency", "5"])
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 60))
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(60)))
         XCTAssertEqual(try probe.states(queue: queue), ["succeeded": 60])
         // The receiver's own count of requests it was answering at once.
         XCTAssertLessThanOrEqual(log.maxOverlap, 8, "more than the cap ran at the receiver")

@@ -75,7 +75,7 @@ final class HandWrittenRowWireTests: XCTestCase {
 
         try startWorker(totalTimeout: .seconds(5))
 
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 20), "jobs still unsettled")
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(20)), "jobs still unsettled")
         for (id, reason) in poison {
             let job = try probe.job(id)
             XCTAssertEqual(job.state, "dead", "job \(id)")
@@ -100,7 +100,7 @@ final class HandWrittenRowWireTests: XCTestCase {
         try startWorker(totalTimeout: .seconds(2))
 
         // Total timeout 2 s + 5 s: before, the 300-byte trickle kept the job running for 300 s.
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 7), "still running after 7 s")
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(7)), "still running after 7 s")
         let elapsed = ContinuousClock.now - start
         let job = try probe.job(id)
         XCTAssertEqual(job.state, "dead")

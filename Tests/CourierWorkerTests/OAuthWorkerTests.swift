@@ -85,7 +85,7 @@ final class OAuthWorkerTests: WorkerTestCase {
         try setOAuth(tokenURL: tokenServer.baseURL + "/oauth/token")
         for _ in 0..<200 { try probe.enqueue(url: receiver.baseURL + "/hook", queue: queue) }
         _ = try startWorkerProcess(["--concurrency", "200"])
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 60))
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(60)))
         XCTAssertEqual(try probe.states(queue: queue), ["succeeded": 200])
         XCTAssertEqual(tokens.count, 1, "one token request for all deliveries")
         XCTAssertEqual(log.counts["Bearer tok-1"], 200)
@@ -135,7 +135,7 @@ final class OAuthWorkerTests: WorkerTestCase {
         let collected = Collected()
         let reader = Thread { collected.set(stderr.fileHandleForReading.readDataToEndOfFile()) }
         reader.start()
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 30))
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(30)))
         for id in ids {
             let job = try probe.job(id)
             XCTAssertEqual(job.state, "dead")
@@ -145,7 +145,7 @@ final class OAuthWorkerTests: WorkerTestCase {
         XCTAssertGreaterThanOrEqual(tokens.count, 1)
         XCTAssertTrue(log.all.isEmpty, "nothing was sent to the receiver without a token")
         kill(worker.processIdentifier, SIGTERM)
-        waitForExit(worker, timeout: 30)
+        waitForExit(worker, timeout: .seconds(30))
         XCTAssertTrue(try waitFor(10) { collected.data != nil })
         let logs = String(decoding: collected.data ?? Data(), as: UTF8.self)
         XCTAssertFalse(logs.isEmpty, "the worker logged nothing at debug; the check proves nothing")
@@ -189,7 +189,7 @@ final class OAuthWorkerTests: WorkerTestCase {
         try setOAuth(tokenURL: "http://127.0.0.1:\(port)/token")
         let id = try probe.enqueue(url: receiver.baseURL + "/hook", queue: queue, maxAttempts: 2, retrySeconds: [0.1])
         _ = try startWorkerProcess()
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 30))
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(30)))
         let job = try probe.job(id)
         XCTAssertEqual(job.state, "dead")
         XCTAssertEqual(job.attempt, 2, "the first failure was retried on the queue's schedule")

@@ -57,7 +57,7 @@ final class ResilienceTests: WorkerTestCase {
         let ids = try (0..<200).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
         try startPool(id: "pool-a")
         try startPool(id: "pool-b")
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 60))
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(60)))
         XCTAssertEqual(try probe.states(queue: queue), ["succeeded": 200])
         XCTAssertEqual(log.maxOverlap, 1)
         XCTAssertEqual(log.counts.count, ids.count)
@@ -81,7 +81,7 @@ final class ResilienceTests: WorkerTestCase {
         waitForExit(process)
         XCTAssertGreaterThan(try probe.states(queue: queue)["running", default: 0], 0)
         try startPool(id: "rescuer", lease: .seconds(2))
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 30))
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(30)))
         XCTAssertEqual(try probe.states(queue: queue), ["succeeded": ids.count])
     }
 
@@ -131,7 +131,7 @@ final class ResilienceTests: WorkerTestCase {
         probe.close()
         XCTAssertEqual(runShellCommand("\(pgctl) -m fast -w -t 60 restart"), 0, "pg_ctl restart failed")
         probe = try JobsProbe(url: url)
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 60))
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(60)))
         XCTAssertEqual(try probe.states(queue: queue), ["succeeded": 40])
     }
 

@@ -91,7 +91,7 @@ final class WorkerUnderStressTests: WorkerTestCase {
 
         _ = try startPool(id: "poison-a")
         _ = try startPool(id: "poison-b")
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 30), "jobs still unsettled after 30 s")
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(30)), "jobs still unsettled after 30 s")
 
         for id in healthy {
             XCTAssertEqual(try probe.job(id).state, "succeeded")
@@ -142,7 +142,7 @@ final class WorkerUnderStressTests: WorkerTestCase {
         try await Task.sleep(nanoseconds: 75_000_000_000)
         XCTAssertEqual(runShellCommand("\(pgctl) -w -t 60 start"), 0, "pg_ctl start failed")
         probe = try JobsProbe(url: url)
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 90))
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(90)))
         XCTAssertEqual(try probe.states(queue: queue), ["succeeded": ids.count])
         for id in ids {
             XCTAssertEqual(log.counts[String(id)], 1, "job \(id) was sent \(log.counts[String(id)] ?? 0) times")
@@ -224,7 +224,7 @@ final class WorkerUnderStressTests: WorkerTestCase {
         }
         let after = try XCTUnwrap(reconnectedAfter, "the worker never opened a new connection")
         XCTAssertLessThanOrEqual(after, 30, "reconnected only after \(after) s")
-        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: 60))
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(60)))
         for id in first + second {
             XCTAssertEqual(try probe.job(id).state, "succeeded")
             XCTAssertEqual(log.counts[String(id)], 1, "job \(id)")
