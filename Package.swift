@@ -89,6 +89,16 @@ let package = Package(
                 .embedInCode("Migrations/0008_queue_oauth.sql"),
                 .embedInCode("Migrations/0009_web_audit.sql"),
                 .embedInCode("Migrations/0010_claim_lanes.sql"),
+                .embedInCode("Migrations/0011_webhooks.sql"),
+            ],
+            swiftSettings: strict
+        ),
+        // The key that seals webhook endpoints' secrets (AES-256-GCM) and the secrets themselves:
+        // read from COURIER_SECRETS_KEY_FILE by the CLI, the console and the worker.
+        .target(
+            name: "CourierSecrets",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),
@@ -97,6 +107,7 @@ let package = Package(
             name: "CourierWorker",
             dependencies: [
                 "CourierCore",
+                "CourierSecrets",
                 "Postgres",
                 "RetryClient",
                 .product(name: "Logging", package: "swift-log"),
@@ -133,6 +144,7 @@ let package = Package(
             name: "CourierWeb",
             dependencies: [
                 "CourierCore",
+                "CourierSecrets",
                 "Postgres",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Mustache", package: "swift-mustache"),
@@ -178,6 +190,7 @@ let package = Package(
                 "CourierBench",
                 "CourierCLISupport",
                 "CourierCore",
+                "CourierSecrets",
                 "CourierWorker",
                 "CourierMetrics",
                 "CourierSink",

@@ -1,4 +1,5 @@
 import CourierCore
+import CourierSecrets
 import Foundation
 import Logging
 import RetryClient
@@ -28,6 +29,9 @@ public struct HTTPDelivererConfiguration: Sendable {
     /// connection then goes to a checked address (default ``SystemResolver``, `getaddrinfo`).
     /// Not used when private targets are allowed: then AsyncHTTPClient resolves as usual.
     public var resolver: any HostResolver = SystemResolver()
+    /// Opens webhook endpoints' sealed secrets (`--secrets-key-file`); nil when the worker has
+    /// none, and then a delivery of a signed endpoint waits (``DeliveryPolicy/Outcome/secretUnavailable``).
+    public var secretsKey: SecretsKey?
 
     /// The defaults above.
     public init() {}
@@ -126,7 +130,23 @@ public final class HTTPDeliverer: Deliverer, Sendable {
             adapters.append(authenticator)
             retriers.insert(authenticator, at: 0)
         }
-        if let secret = job.signingSecret {
+        if let endpointID = job.endpointID, !job.sealedEndpointSecrets.isEmpty {
+            // A webhook endpoint's own secrets replace the queue's: one signature per valid secret.
+            guard let key = configuration.secretsKey else {
+                return .failure(
+                    .secretUnavailable,
+                    error: "endpoint \(endpointID) signs its deliveries but this worker has no secrets key "
+                        + "(--secrets-key-file or COURIER_SECRETS_KEY_FILE); nothing was sent")
+            }
+            do {
+                let secrets = try job.sealedEndpointSecrets.map { try key.open($0, endpointID: endpointID) }
+                adapters.append(try StandardWebhookSigner(secrets: secrets))
+            } catch let error as SecretsKeyError {
+                return .failure(.secretUnavailable, error: "\(error); nothing was sent")
+            } catch {
+                return .failure(.invalidRequest, error: "endpoint \(endpointID): \(error)")
+            }
+        } else if let secret = job.signingSecret {
             do {
                 adapters.append(try StandardWebhookSigner(secrets: [secret]))
             } catch {

@@ -1,4 +1,5 @@
 import CourierCore
+import CourierSecrets
 import Dispatch
 import Foundation
 import Logging
@@ -23,6 +24,7 @@ public final class WorkerPool: @unchecked Sendable {
     private let loops: [ClaimLoop]
     private let metrics: WorkerMetrics
     private let connect: @Sendable (String) throws -> PostgresConnection
+    private let secretsKey: SecretsKey?
 
     private let listenerQueue = DispatchQueue(label: "courier.listener")
     private let maintenanceQueue = DispatchQueue(label: "courier.maintenance")
@@ -34,8 +36,15 @@ public final class WorkerPool: @unchecked Sendable {
     private var started = false
 
     /// Creates a pool; nothing runs until `start()`.
-    public init(databaseURL: String, configuration: WorkerConfiguration, deliverer: any Deliverer, logger: Logger) {
+    ///
+    /// - Parameter secretsKey: the key the deliverer opens webhook endpoints' secrets with;
+    ///   `start()` checks it against the database (``SecretsKeyStartError``).
+    public init(
+        databaseURL: String, configuration: WorkerConfiguration, deliverer: any Deliverer, secretsKey: SecretsKey? = nil,
+        logger: Logger
+    ) {
         self.databaseURL = databaseURL
+        self.secretsKey = secretsKey
         self.configuration = configuration
         self.logger = logger
         let metrics = WorkerMetrics()
@@ -59,14 +68,16 @@ public final class WorkerPool: @unchecked Sendable {
     /// Checks that the database is reachable and its schema is the one this binary expects,
     /// opens every loop's connection, then starts the loops.
     ///
-    /// - Throws: `WorkerStartError` when the schema is missing, older or newer; the connection
-    ///   error when the database cannot be reached.
+    /// - Throws: `WorkerStartError` when the schema is missing, older or newer;
+    ///   ``SecretsKeyStartError`` when endpoints have secrets and the worker has no key, or a
+    ///   key that does not open them; the connection error when the database cannot be reached.
     public func start() throws {
         try configuration.validate()
         let probe = try connect("courier-worker")
         defer { probe.close() }
         let status = try Migrator().status(probe)
         guard status.isCurrent else { throw WorkerStartError(status: status) }
+        try SecretsKeyStartError.check(secretsKey, on: probe)
         for loop in loops { try loop.connectNow() }
         lock.withLock { started = true }
         loops.forEach { $0.start() }
@@ -269,6 +280,30 @@ public struct WorkerStartError: Error, CustomStringConvertible, Sendable {
     /// What the schema check found.
     public let status: SchemaStatus
     public var description: String { status.message }
+}
+
+/// Why a worker with webhook endpoints refused to start: it could not sign their deliveries.
+public struct SecretsKeyStartError: Error, CustomStringConvertible, Sendable {
+    /// One line naming the setting to fix.
+    public let description: String
+
+    /// Checks that `key` opens the newest endpoint secret in the database; with no key, that
+    /// there is no endpoint secret at all.
+    static func check(_ key: SecretsKey?, on connection: PostgresConnection) throws {
+        guard let (endpointID, sealed) = try WebhookStore(connection: connection).anySealedSecret() else { return }
+        guard let key else {
+            throw SecretsKeyStartError(description:
+                "webhook endpoints have secrets but no secrets key is set: set COURIER_SECRETS_KEY_FILE "
+                    + "(or --secrets-key-file) to the key file they were sealed with")
+        }
+        do {
+            _ = try key.open(sealed, endpointID: endpointID)
+        } catch {
+            throw SecretsKeyStartError(description:
+                "the secrets key (COURIER_SECRETS_KEY_FILE or --secrets-key-file) does not open endpoint "
+                    + "\(endpointID)'s secret: it is not the key the secrets were sealed with")
+        }
+    }
 }
 
 extension DispatchTimeInterval {

@@ -51,6 +51,7 @@ final class DeliveryPolicyTests: XCTestCase {
         (.invalidRequest, Verdict(.dead, .none)),
         (.tokenRejected, Verdict(.dead, .none)),
         (.tokenUnavailable, Verdict(.retryLater, .none)),
+        (.secretUnavailable, Verdict(.retryLater, .none)),
         (.interrupted, Verdict(.retryLater, .none)),
     ]
 

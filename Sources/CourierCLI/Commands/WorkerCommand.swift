@@ -1,5 +1,6 @@
 import ArgumentParser
 import CourierCore
+import CourierSecrets
 import CourierMetrics
 import CourierWorker
 import Foundation
@@ -80,6 +81,8 @@ struct WorkerCommand: ParsableCommand {
         help: "Serve Prometheus metrics on HOST:PORT/metrics (e.g. 0.0.0.0:9464 for a scraper on another host).")
     var metricsAddress: String?
 
+    @OptionGroup var secrets: SecretsKeyOptions
+
     @OptionGroup var logging: LogOptions
 
     @Option(name: .customLong("summary-interval"), help: "How often to log an info summary of outcomes (default 1m).")
@@ -158,6 +161,8 @@ struct WorkerCommand: ParsableCommand {
         if let v = try duration(connectTimeout, "CONNECT_TIMEOUT", "connect-timeout", field: "connectTimeout") {
             http.connectTimeout = v
         }
+        let secretsKey = try secrets.loadIfSet()
+        http.secretsKey = secretsKey
         http.allowPrivateTargets = allowPrivateTargets || env["COURIER_ALLOW_PRIVATE_TARGETS"] == "true"
         http.maximumConnectionsPerHost = config.perHostLimit
         if !resolve.isEmpty {
@@ -196,11 +201,14 @@ struct WorkerCommand: ParsableCommand {
         let deliverer = HTTPDeliverer(configuration: http, logger: logger)
         defer { deliverer.shutdown() }
         let pool = WorkerPool(
-            databaseURL: database.resolvedURL, configuration: config, deliverer: deliverer, logger: logger)
+            databaseURL: database.resolvedURL, configuration: config, deliverer: deliverer, secretsKey: secretsKey,
+            logger: logger)
         do {
             try WorkerService(pool: pool, logger: logger, summaryInterval: summary).run()
         } catch let error as WorkerStartError {
             throw CLIError(error.description, exitCode: .schemaMismatch)
+        } catch let error as SecretsKeyStartError {
+            throw CLIError.usage(error.description)
         } catch let error as PostgresError {
             throw CLIError(error.message)
         }

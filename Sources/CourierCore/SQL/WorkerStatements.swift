@@ -265,8 +265,10 @@ public enum WorkerStatements {
     /// What a claim returns for each job (shared by `claimBatch` and `claimOne`, whose UPDATE
     /// joins the job's queue as `q` and its destination as `dst`): the request, the effective
     /// retry schedule in seconds (job's, else queue's, NULL for the default), the queue's signing
-    /// secret and cap, the host, postponements so far, what a 410 does there and the queue's
-    /// OAuth2 client credentials (token URL, client id, secret, scope, audience).
+    /// secret and cap, the host, postponements so far, what a 410 does there, the queue's
+    /// OAuth2 client credentials (token URL, client id, secret, scope, audience), and for a
+    /// webhook delivery its endpoint and that endpoint's valid sealed secrets (hex, newest first,
+    /// space-separated; plain jobs skip the lookup).
     static let claimedColumns = """
 
         RETURNING j.id, j.queue, j.method, j.url, j.headers::text, j.body, j.attempt, j.max_attempts,
@@ -274,7 +276,13 @@ public enum WorkerStatements {
              FROM unnest(coalesce(j.retry_schedule, q.retry_schedule)) WITH ORDINALITY AS s(delay, n))
                 AS schedule_seconds,
             q.signing_secret, q.max_in_flight, j.host, j.postponements, dst.disable_on_gone,
-            q.oauth_token_url, q.oauth_client_id, q.oauth_client_secret, q.oauth_scope, q.oauth_audience
+            q.oauth_token_url, q.oauth_client_id, q.oauth_client_secret, q.oauth_scope, q.oauth_audience,
+            j.endpoint_id,
+            CASE WHEN j.endpoint_id IS NOT NULL THEN
+                (SELECT string_agg(encode(s.sealed, 'hex'), ' ' ORDER BY s.id DESC)
+                 FROM courier.endpoint_secrets s
+                 WHERE s.endpoint_id = j.endpoint_id AND (s.expires_at IS NULL OR s.expires_at > now()))
+            END AS sealed_secrets
         """
 
     /// The ids `claimBatch` would take (`$1` queues or NULL, `$2` limit), without locking

@@ -136,7 +136,20 @@ public struct JobStore {
             postponements: try row.decode(12),
             host: try row.decode(11),
             parkOnGone: try row.decode(13, as: Bool?.self) ?? true,
-            oauth: try decodeOAuth(row, from: 14))
+            oauth: try decodeOAuth(row, from: 14),
+            endpointID: try row.decode(19),
+            sealedEndpointSecrets: try decodeSealedSecrets(row.decode(20)))
+    }
+
+    /// The sealed secrets column: hex values separated by spaces, newest first.
+    static func decodeSealedSecrets(_ text: String?) throws -> [[UInt8]] {
+        guard let text, !text.isEmpty else { return [] }
+        return try text.split(separator: " ").map { hex in
+            guard let bytes = [UInt8].decode(postgresText: "\\x" + hex) else {
+                throw WebhookError("a sealed endpoint secret is not hex")
+            }
+            return bytes
+        }
     }
 
     /// The queue's OAuth2 credentials from the five columns starting at `first` (token URL,

@@ -35,12 +35,18 @@ public struct ClaimedJob: Sendable, Equatable {
     public var parkOnGone: Bool
     /// The queue's OAuth2 client credentials, when its requests carry a bearer token.
     public var oauth: OAuth2ClientCredentials?
+    /// The webhook endpoint this job delivers to, when it delivers a published message.
+    public var endpointID: Int64?
+    /// That endpoint's secrets that sign now, newest first, still sealed (AES-GCM, nonce,
+    /// ciphertext and tag); the worker opens them with its secrets key. They replace the queue's.
+    public var sealedEndpointSecrets: [[UInt8]]
 
     /// Creates a claimed job.
     public init(
         id: Int64, queue: String, method: String, url: String, headers: [(String, String)], body: [UInt8]?,
         attempt: Int, maxAttempts: Int, schedule: RetrySchedule, signingSecret: String?, queueMaxInFlight: Int?,
-        postponements: Int = 0, host: String? = nil, parkOnGone: Bool = true, oauth: OAuth2ClientCredentials? = nil
+        postponements: Int = 0, host: String? = nil, parkOnGone: Bool = true, oauth: OAuth2ClientCredentials? = nil,
+        endpointID: Int64? = nil, sealedEndpointSecrets: [[UInt8]] = []
     ) {
         self.id = id
         self.queue = queue
@@ -56,6 +62,8 @@ public struct ClaimedJob: Sendable, Equatable {
         self.postponements = postponements
         self.parkOnGone = parkOnGone
         self.oauth = oauth
+        self.endpointID = endpointID
+        self.sealedEndpointSecrets = sealedEndpointSecrets
         self.host = host ?? URLComponents(string: url)?.host?.lowercased() ?? ""
     }
 

@@ -29,6 +29,9 @@ public enum DeliveryPolicy {
         case tokenRejected
         /// The OAuth2 token endpoint could not be reached or failed (timeout, 5xx, 408, 429).
         case tokenUnavailable
+        /// The worker could not open the webhook endpoint's signing secret: it has no secrets
+        /// key, or another one than sealed it. Nothing was sent.
+        case secretUnavailable
         /// The worker stopped before the answer arrived.
         case interrupted
 
@@ -41,6 +44,7 @@ public enum DeliveryPolicy {
             case .invalidRequest: return "invalid request"
             case .tokenRejected: return "token request rejected"
             case .tokenUnavailable: return "token endpoint unavailable"
+            case .secretUnavailable: return "endpoint secret unavailable"
             case .interrupted: return "interrupted"
             }
         }
@@ -153,6 +157,8 @@ public enum DeliveryPolicy {
             "the token endpoint refused the credentials: fix them and requeue; nothing was sent"),
         row(.outcome(.tokenUnavailable), .retryLater, .none,
             "the token endpoint is unreachable or failing: like a transport failure, not the receiver's"),
+        row(.outcome(.secretUnavailable), .retryLater, .none,
+            "the worker cannot open the endpoint's secret (no secrets key, or another one): fix the worker; nothing was sent"),
         row(.outcome(.interrupted), .retryLater, .none, "the worker stopped; the job is due again"),
     ]
 
