@@ -268,7 +268,7 @@ let package = Package(
         .testTarget(
             name: "CourierWorkerUnitTests",
             dependencies: [
-                "CourierWorker", "CourierCore", "RetryClient", "CourierTesting",
+                "CourierWorker", "CourierCore", "CourierSecrets", "RetryClient", "RetryClientTesting", "CourierTesting",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -276,7 +276,7 @@ let package = Package(
         .testTarget(
             name: "CourierWorkerTests",
             dependencies: [
-                "CourierWorker", "CourierCore", "CourierSink", "Postgres", "RetryClient", "CourierTesting",
+                "CourierWorker", "CourierCore", "CourierSecrets", "CourierSink", "Postgres", "RetryClient", "CourierTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],

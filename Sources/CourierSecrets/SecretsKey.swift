@@ -120,7 +120,7 @@ public struct SecretsKeyError: Error, Sendable, Equatable, CustomStringConvertib
     public var description: String {
         switch problem {
         case .unreadable(let path, let reason):
-            return "cannot read the secrets key file \(path): \(reason)"
+            return "cannot read the secrets key file \(path) (\(reason))"
         case .notBase64(let path):
             return "the secrets key file \(path) must hold one line of base64 (make one with: openssl rand -base64 32)"
         case .wrongLength(let count):

@@ -150,6 +150,25 @@ final class RetentionTests: OwnDatabaseTestCase {
         XCTAssertEqual(try count("SELECT count(*) FROM courier.jobs"), 10)
     }
 
+    func testPublishedMessagesGoOnceTheirDeliveriesAreGoneAndTheLongestRetentionHasPassed() throws {
+        let webhooks = WebhookStore(connection: connection)
+        _ = try webhooks.addEndpoint(NewEndpoint(url: "https://a.example/hook", eventTypes: ["*"]), seal: { _ in [UInt8](repeating: 1, count: 40) })
+        let delivered = try webhooks.publish(eventType: "a.b", payload: "{}")
+        let unmatched = try webhooks.publish(eventType: "a.b", payload: "{}", tenant: "nobody")
+        let young = try webhooks.publish(eventType: "a.b", payload: "{}", tenant: "nobody")
+        try connection.query("""
+            UPDATE courier.jobs SET state = 'succeeded', attempt = 1, finished_at = now() - interval '40 days'
+            WHERE message_id = $1
+            """, [delivered.messageID])
+        try connection.query("UPDATE courier.messages SET created_at = now() - interval '40 days' WHERE id = ANY ($1::bigint[])",
+                             [PostgresArray([delivered.messageID, unmatched.messageID])])
+        let report = try XCTUnwrap(try JobStore(connection: connection, workerID: "w").maintain(retention: RetentionDefaults()))
+        XCTAssertEqual(report.deletedSucceeded, 1)
+        XCTAssertEqual(report.deletedMessages, 2, "the delivered one after its job, the unmatched one by age")
+        XCTAssertEqual(try count("SELECT count(*) FROM courier.messages WHERE id = $1", [young.messageID]), 1)
+        XCTAssertEqual(try count("SELECT count(*) FROM courier.messages"), 1)
+    }
+
     func testAttemptsGoWithTheirJob() throws {
         let old = try insert(4, queue: "q", state: "succeeded", age: 8 * day)
         let young = try insert(4, queue: "q", state: "succeeded", age: 1)

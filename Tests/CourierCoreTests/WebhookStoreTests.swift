@@ -342,7 +342,7 @@ final class WebhookStoreTests: XCTestCase {
         let oldWithJob = try store.publish(eventType: "a.b", payload: "{}", tenant: tenant)
         try connection.query("UPDATE courier.messages SET created_at = now() - interval '40 days' WHERE id = ANY ($1::bigint[])",
                              [PostgresArray([old.messageID, oldWithJob.messageID])])
-        _ = try store.purgeMessages(before: Date().addingTimeInterval(-30 * 86400), limit: 1000)
+        _ = try store.purgeMessages(olderThan: .hours(30 * 24), limit: 1000)
         XCTAssertNotNil(try store.message(keptNew.messageID))
         XCTAssertNil(try store.message(old.messageID))
         XCTAssertNotNil(try store.message(oldWithJob.messageID), "its delivery still exists")

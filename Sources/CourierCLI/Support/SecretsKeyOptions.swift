@@ -26,7 +26,8 @@ struct SecretsKeyOptions: ParsableArguments {
         do {
             return try SecretsKey.load(path: path)
         } catch {
-            throw CLIError.usage("\(source): \(error)")
+            // Not "SOURCE: ...": the one-line error printer hides the value after a secret-looking name.
+            throw CLIError.usage("\(error), set by \(source)")
         }
     }
 

@@ -275,16 +275,18 @@ public enum WebhookStatements {
         RETURNING id, message_id, endpoint_id, resent_from
         """) { [$0.endpointID, $0.since] }
 
-    /// Deletes up to `$2` messages published before `$1` that have no delivery left (their
-    /// jobs were removed by retention, or none matched): the worker's maintenance pass.
-    public static let purgeMessages = Statement<(before: Date, limit: Int)>("""
+    /// Deletes up to `$2` messages published more than `$1` ms ago that have no delivery left
+    /// (their jobs were removed by retention, or none matched): the worker's maintenance pass.
+    /// Oldest first through `messages_created_idx`; each candidate's jobs are probed through
+    /// `jobs_message_idx`.
+    public static let purgeMessages = Statement<(olderThan: Duration, limit: Int)>("""
         WITH doomed AS (
             SELECT m.id FROM courier.messages m
-            WHERE m.created_at < $1
+            WHERE m.created_at < now() - $1::bigint * interval '1 millisecond'
               AND NOT EXISTS (SELECT 1 FROM courier.jobs j WHERE j.message_id = m.id)
             ORDER BY m.created_at
             LIMIT $2
         )
         DELETE FROM courier.messages m USING doomed WHERE m.id = doomed.id
-        """) { [$0.before, $0.limit] }
+        """) { [$0.olderThan.inMilliseconds, $0.limit] }
 }

@@ -269,8 +269,13 @@ public struct JobStore {
             deleted = succeeded + cancelled + dead
             report.deleteBatches += 1
         } while budget.continues(afterDeleting: deleted, elapsed: clock() - started)
+        // Messages outlive their deliveries by the longest retention: one batch a pass keeps
+        // pace with any publish rate a pass's job deletion keeps pace with.
+        let messageAge = max(retention.succeeded, retention.cancelled, retention.dead)
+        report.deletedMessages = try WebhookStore(connection: connection)
+            .purgeMessages(olderThan: messageAge, limit: budget.batchSize)
         report.deletionTime = clock() - started
-        report.caughtUp = deleted < budget.batchSize
+        report.caughtUp = deleted < budget.batchSize && report.deletedMessages < budget.batchSize
         return report
     }
 
@@ -416,6 +421,8 @@ public struct MaintenanceReport: Sendable, Equatable {
     public var caughtUp = true
     /// Per-statement count changes folded into `courier.job_counts`.
     public var countChangesFolded = 0
+    /// Published messages deleted: older than the longest retention, with no delivery left.
+    public var deletedMessages = 0
 
     /// Jobs deleted by retention, all states.
     public var deleted: Int { deletedSucceeded + deletedCancelled + deletedDead }

@@ -189,9 +189,10 @@ public struct WebhookStore {
         }
     }
 
-    /// Deletes messages published before `before` whose deliveries are all gone, up to `limit`.
-    public func purgeMessages(before: Date, limit: Int) throws -> Int {
-        try connection.run(WebhookStatements.purgeMessages, (before: before, limit: limit)).affectedRows
+    /// Deletes messages published more than `olderThan` ago whose deliveries are all gone, up
+    /// to `limit`; returns how many.
+    public func purgeMessages(olderThan: Duration, limit: Int) throws -> Int {
+        try connection.run(WebhookStatements.purgeMessages, (olderThan: olderThan, limit: limit)).affectedRows
     }
 
     // MARK: Decoding
