@@ -174,6 +174,7 @@ let package = Package(
             dependencies: [
                 "CourierCLISupport",
                 "CourierCore",
+                "CourierSecrets",
                 "CourierSink",
                 "CourierWeb",
                 "CourierWorker",

@@ -10,14 +10,12 @@
 --      by the CLI, the console and the worker with the key in COURIER_SECRETS_KEY_FILE), so a
 --      dump of the database holds no secret.
 --   3. courier.messages: one row per published event; courier.publish(...) writes it and one job
---      per enabled endpoint of the tenant whose filters match, in one statement, in the caller's
---      transaction. Every job of a message carries the same `webhook-id: msg_<id>`, on every
+--      per enabled endpoint of the tenant whose filters match, in the caller's transaction. Every job of a message carries the same `webhook-id: msg_<id>`, on every
 --      attempt and every re-send, so receivers can drop duplicates.
 --   4. courier.jobs.message_id, endpoint_id and resent_from link a delivery to its message, its
 --      endpoint and the delivery it re-sends. Plain jobs leave them NULL and pay nothing: the new
---      index holds message jobs only. They are not foreign keys: an endpoint or message may go
+--      indexes hold message jobs only. They are not foreign keys: an endpoint or message may go
 --      while the history of its deliveries stays, and the hot path checks nothing more per row.
---      The two new indexes are partial (message jobs only).
 --
 -- New columns without defaults and new tables: no rewrite of courier.jobs, instant on any size.
 
@@ -52,14 +50,31 @@ $$;
 COMMENT ON FUNCTION courier.event_patterns_problem(text[]) IS
     'NULL when every pattern is an event type, prefix.* (every type under the prefix) or * (every type), else why not.';
 
+CREATE FUNCTION courier.event_type_keys(event_type text) RETURNS text[]
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+    keys text[] := ARRAY[event_type, '*'];
+    parts text[] := string_to_array(event_type, '.');
+    prefix text := '';
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(parts, 1), 0) - 1 LOOP
+        prefix := prefix || parts[i] || '.';
+        keys := keys || (prefix || '*');
+    END LOOP;
+    RETURN keys;
+END;
+$$;
+COMMENT ON FUNCTION courier.event_type_keys(text) IS
+    'Every pattern that takes an event type: the type itself, *, and prefix.* for each of its prefixes '
+    '(invoice.line.added: invoice.line.added, *, invoice.*, invoice.line.*). An endpoint takes the type when its '
+    'event_types overlap these (&&), one array comparison per endpoint.';
+
 CREATE FUNCTION courier.event_type_matches(patterns text[], event_type text) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT EXISTS (
-        SELECT 1 FROM unnest(patterns) AS p
-        WHERE p = event_type OR p = '*' OR (right(p, 2) = '.*' AND starts_with(event_type, left(p, -1))))
+    SELECT patterns && courier.event_type_keys(event_type)
 $$;
 COMMENT ON FUNCTION courier.event_type_matches(text[], text) IS
-    'True when one of the patterns takes the event type: equal, *, or prefix.* for a type that starts with prefix.';
+    'True when one of the patterns takes the event type: equal, *, or prefix.* for a type under prefix.';
 
 CREATE FUNCTION courier.tenant_problem(tenant text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -254,8 +269,10 @@ CREATE INDEX jobs_endpoint_idx ON courier.jobs (endpoint_id, id) WHERE endpoint_
 COMMENT ON INDEX courier.jobs_endpoint_idx IS
     'An endpoint''s deliveries, newest last (its page, recovery, deletion); plain jobs are not in it.';
 
+-- STABLE, as what they call (format, to_char, jsonb_build_object) is: so a query that calls them
+-- gets them inlined, rather than planning their SQL again at every execution.
 CREATE FUNCTION courier.message_body(event_type text, created_at timestamptz, payload jsonb) RETURNS bytea
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT convert_to(format('{"type":%s,"timestamp":%s,"data":%s}', to_json(event_type),
         to_json(to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')), payload::text), 'UTF8')
 $$;
@@ -263,11 +280,23 @@ COMMENT ON FUNCTION courier.message_body(text, timestamptz, jsonb) IS
     'The request body of every delivery of a message (Standard Webhooks): {"type", "timestamp" (UTC), "data"}.';
 
 CREATE FUNCTION courier.message_headers(message_id bigint, endpoint_headers jsonb) RETURNS jsonb
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT endpoint_headers || jsonb_build_object('webhook-id', 'msg_' || message_id, 'Content-Type', 'application/json')
 $$;
 COMMENT ON FUNCTION courier.message_headers(bigint, jsonb) IS
     'The request headers of a delivery: the endpoint''s, webhook-id msg_<id> and Content-Type application/json.';
+
+CREATE FUNCTION courier.endpoint_slot(endpoint_id bigint, rate_limit double precision) RETURNS timestamptz
+LANGUAGE sql VOLATILE AS $$
+    INSERT INTO courier.endpoint_pacing AS p (endpoint_id, next_at)
+    VALUES (endpoint_slot.endpoint_id, now() + interval '1 second' / endpoint_slot.rate_limit)
+    ON CONFLICT (endpoint_id) DO UPDATE
+        SET next_at = greatest(p.next_at, now()) + interval '1 second' / endpoint_slot.rate_limit
+    RETURNING p.next_at - interval '1 second' / endpoint_slot.rate_limit
+$$;
+COMMENT ON FUNCTION courier.endpoint_slot(bigint, double precision) IS
+    'The start time of the next delivery to a rate-limited endpoint: its first free slot, which moves on by '
+    '1/rate_limit (locks the endpoint''s pacing row until commit).';
 
 -- Publish ----------------------------------------------------------------------------------------
 
@@ -279,7 +308,10 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 DECLARE
     problem text;
     published bigint;
+    published_at timestamptz := now();
     matched integer;
+    keys text[];
+    body bytea;
 BEGIN
     problem := coalesce(
         courier.event_type_problem(publish.event_type),
@@ -287,53 +319,52 @@ BEGIN
         courier.tenant_problem(publish.tenant),
         CASE WHEN publish.idempotency_key IS NOT NULL
                   AND (publish.idempotency_key = '' OR length(publish.idempotency_key) > 255)
-             THEN 'idempotency_key must be 1-255 characters when given' END,
-        CASE WHEN octet_length(publish.payload::text) > 1048000 THEN 'payload must be at most 1048000 bytes as JSON' END);
+             THEN 'idempotency_key must be 1-255 characters when given' END);
     IF problem IS NOT NULL THEN
         RAISE EXCEPTION '%', problem USING ERRCODE = '22023';
     END IF;
-    -- One statement: the message, and one job per matching endpoint. A repeated idempotency key
-    -- inserts no message, so the jobs' INSERT has no row to fan out.
-    WITH targets AS (
-        SELECT e.id, e.url, e.headers, e.queue, e.rate_limit
-        FROM courier.endpoints e
-        WHERE coalesce(e.tenant, '') = coalesce(publish.tenant, '') AND e.disabled_at IS NULL
-          AND courier.event_type_matches(e.event_types, publish.event_type)
-          AND (e.payload_filter IS NULL OR publish.payload @> e.payload_filter)
-    ), message AS (
-        INSERT INTO courier.messages AS m (event_type, tenant, payload, idempotency_key, endpoints)
-        SELECT publish.event_type, publish.tenant, publish.payload, publish.idempotency_key,
-               (SELECT count(*) FROM targets)
-        ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-        RETURNING m.id, m.created_at, m.endpoints
-    ), paced AS (
-        -- A rate-limited endpoint's delivery starts at its next free slot.
-        INSERT INTO courier.endpoint_pacing AS p (endpoint_id, next_at)
-        SELECT t.id, now() + interval '1 second' / t.rate_limit
-        FROM targets t, message
-        WHERE t.rate_limit IS NOT NULL
-        ON CONFLICT (endpoint_id) DO UPDATE
-            SET next_at = greatest(p.next_at, now()) + interval '1 second' / (
-                SELECT t.rate_limit FROM targets t WHERE t.id = excluded.endpoint_id)
-        RETURNING p.endpoint_id, p.next_at - interval '1 second' / (
-            SELECT t.rate_limit FROM targets t WHERE t.id = p.endpoint_id) AS slot
-    ), delivered AS (
-        INSERT INTO courier.jobs (queue, method, url, headers, body, max_attempts, run_at, message_id, endpoint_id)
-        SELECT t.queue, 'POST', t.url, courier.message_headers(m.id, t.headers),
-               courier.message_body(publish.event_type, m.created_at, publish.payload),
-               coalesce(q.max_attempts, 10), coalesce(pc.slot, now()), m.id, t.id
-        FROM message m CROSS JOIN targets t
-        LEFT JOIN courier.queues q ON q.name = t.queue
-        LEFT JOIN paced pc ON pc.endpoint_id = t.id
-        RETURNING 1
-    )
-    SELECT m.id, m.endpoints INTO published, matched FROM message m;
-    IF published IS NULL THEN
-        SELECT m.id INTO published FROM courier.messages m
-        WHERE m.tenant IS NOT DISTINCT FROM publish.tenant AND m.idempotency_key = publish.idempotency_key;
-    ELSIF matched = 0 THEN
-        RAISE NOTICE 'courier.publish: message % (%) matched no endpoint; it is kept', published, publish.event_type;
+    -- Built once for every endpoint; the jobs' trigger checks its size (at most 1 MiB).
+    body := courier.message_body(publish.event_type, published_at, publish.payload);
+    IF octet_length(body) > 1048576 THEN
+        RAISE EXCEPTION 'payload must be at most 1 MiB with its envelope, got % bytes', octet_length(body)
+            USING ERRCODE = '22023';
     END IF;
+    keys := courier.event_type_keys(publish.event_type);
+    -- Endpoints are matched twice (count, then fan-out), each a probe of endpoints_tenant_idx and
+    -- one array overlap per endpoint of the tenant: cheaper than a CTE that writes the message and
+    -- the jobs in one statement, and it leaves a repeated idempotency key with nothing to undo.
+    SELECT count(*) INTO matched FROM courier.endpoints e
+    WHERE coalesce(e.tenant, '') = coalesce(publish.tenant, '') AND e.disabled_at IS NULL
+      AND e.event_types && keys AND (e.payload_filter IS NULL OR publish.payload @> e.payload_filter);
+    IF publish.idempotency_key IS NULL THEN
+        INSERT INTO courier.messages AS m (event_type, tenant, payload, endpoints, created_at)
+        VALUES (publish.event_type, publish.tenant, publish.payload, matched, published_at)
+        RETURNING m.id INTO published;
+    ELSE
+        -- A concurrent publish of the same key waits here for the first one's commit, then gets
+        -- its message.
+        INSERT INTO courier.messages AS m (event_type, tenant, payload, idempotency_key, endpoints, created_at)
+        VALUES (publish.event_type, publish.tenant, publish.payload, publish.idempotency_key, matched, published_at)
+        ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING m.id INTO published;
+        IF published IS NULL THEN
+            SELECT m.id INTO published FROM courier.messages m
+            WHERE m.tenant IS NOT DISTINCT FROM publish.tenant AND m.idempotency_key = publish.idempotency_key;
+            RETURN published;
+        END IF;
+    END IF;
+    IF matched = 0 THEN
+        RAISE NOTICE 'courier.publish: message % (%) matched no endpoint; it is kept', published, publish.event_type;
+        RETURN published;
+    END IF;
+    INSERT INTO courier.jobs (queue, method, url, headers, body, max_attempts, run_at, message_id, endpoint_id)
+    SELECT e.queue, 'POST', e.url, courier.message_headers(published, e.headers), body, coalesce(q.max_attempts, 10),
+           CASE WHEN e.rate_limit IS NULL THEN now() ELSE courier.endpoint_slot(e.id, e.rate_limit) END,
+           published, e.id
+    FROM courier.endpoints e
+    LEFT JOIN courier.queues q ON q.name = e.queue
+    WHERE coalesce(e.tenant, '') = coalesce(publish.tenant, '') AND e.disabled_at IS NULL
+      AND e.event_types && keys AND (e.payload_filter IS NULL OR publish.payload @> e.payload_filter);
     RETURN published;
 END;
 $$;
@@ -372,6 +403,7 @@ COMMENT ON COLUMN courier.message_deliveries.last_error IS 'Error of the last fa
 
 REVOKE EXECUTE ON FUNCTION courier.publish(text, jsonb, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION courier.endpoints_check() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION courier.endpoint_slot(bigint, double precision) FROM PUBLIC;
 -- Producer: publish, and read its messages, their deliveries and the endpoints (never a secret).
 GRANT EXECUTE ON FUNCTION courier.publish(text, jsonb, text, text) TO courier_producer, courier_operator;
 GRANT SELECT ON courier.messages, courier.message_deliveries, courier.endpoints TO courier_producer;

@@ -215,6 +215,28 @@ COMMENT ON FUNCTION courier.endpoint_problem(tenant text, url text, description 
 
 
 --
+-- Name: endpoint_slot(bigint, double precision); Type: FUNCTION; Schema: courier; Owner: -
+--
+
+CREATE FUNCTION courier.endpoint_slot(endpoint_id bigint, rate_limit double precision) RETURNS timestamp with time zone
+    LANGUAGE sql
+    AS $$
+    INSERT INTO courier.endpoint_pacing AS p (endpoint_id, next_at)
+    VALUES (endpoint_slot.endpoint_id, now() + interval '1 second' / endpoint_slot.rate_limit)
+    ON CONFLICT (endpoint_id) DO UPDATE
+        SET next_at = greatest(p.next_at, now()) + interval '1 second' / endpoint_slot.rate_limit
+    RETURNING p.next_at - interval '1 second' / endpoint_slot.rate_limit
+$$;
+
+
+--
+-- Name: FUNCTION endpoint_slot(endpoint_id bigint, rate_limit double precision); Type: COMMENT; Schema: courier; Owner: -
+--
+
+COMMENT ON FUNCTION courier.endpoint_slot(endpoint_id bigint, rate_limit double precision) IS 'The start time of the next delivery to a rate-limited endpoint: its first free slot, which moves on by 1/rate_limit (locks the endpoint''s pacing row until commit).';
+
+
+--
 -- Name: endpoints_check(); Type: FUNCTION; Schema: courier; Owner: -
 --
 
@@ -375,15 +397,41 @@ COMMENT ON FUNCTION courier.event_patterns_problem(patterns text[]) IS 'NULL whe
 
 
 --
+-- Name: event_type_keys(text); Type: FUNCTION; Schema: courier; Owner: -
+--
+
+CREATE FUNCTION courier.event_type_keys(event_type text) RETURNS text[]
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+DECLARE
+    keys text[] := ARRAY[event_type, '*'];
+    parts text[] := string_to_array(event_type, '.');
+    prefix text := '';
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(parts, 1), 0) - 1 LOOP
+        prefix := prefix || parts[i] || '.';
+        keys := keys || (prefix || '*');
+    END LOOP;
+    RETURN keys;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION event_type_keys(event_type text); Type: COMMENT; Schema: courier; Owner: -
+--
+
+COMMENT ON FUNCTION courier.event_type_keys(event_type text) IS 'Every pattern that takes an event type: the type itself, *, and prefix.* for each of its prefixes (invoice.line.added: invoice.line.added, *, invoice.*, invoice.line.*). An endpoint takes the type when its event_types overlap these (&&), one array comparison per endpoint.';
+
+
+--
 -- Name: event_type_matches(text[], text); Type: FUNCTION; Schema: courier; Owner: -
 --
 
 CREATE FUNCTION courier.event_type_matches(patterns text[], event_type text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
-    SELECT EXISTS (
-        SELECT 1 FROM unnest(patterns) AS p
-        WHERE p = event_type OR p = '*' OR (right(p, 2) = '.*' AND starts_with(event_type, left(p, -1))))
+    SELECT patterns && courier.event_type_keys(event_type)
 $$;
 
 
@@ -391,7 +439,7 @@ $$;
 -- Name: FUNCTION event_type_matches(patterns text[], event_type text); Type: COMMENT; Schema: courier; Owner: -
 --
 
-COMMENT ON FUNCTION courier.event_type_matches(patterns text[], event_type text) IS 'True when one of the patterns takes the event type: equal, *, or prefix.* for a type that starts with prefix.';
+COMMENT ON FUNCTION courier.event_type_matches(patterns text[], event_type text) IS 'True when one of the patterns takes the event type: equal, *, or prefix.* for a type under prefix.';
 
 
 --
@@ -558,7 +606,7 @@ COMMENT ON FUNCTION courier.jobs_check_updated() IS 'Row trigger: refuses an UPD
 --
 
 CREATE FUNCTION courier.message_body(event_type text, created_at timestamp with time zone, payload jsonb) RETURNS bytea
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
     SELECT convert_to(format('{"type":%s,"timestamp":%s,"data":%s}', to_json(event_type),
         to_json(to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')), payload::text), 'UTF8')
@@ -577,7 +625,7 @@ COMMENT ON FUNCTION courier.message_body(event_type text, created_at timestamp w
 --
 
 CREATE FUNCTION courier.message_headers(message_id bigint, endpoint_headers jsonb) RETURNS jsonb
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
     SELECT endpoint_headers || jsonb_build_object('webhook-id', 'msg_' || message_id, 'Content-Type', 'application/json')
 $$;
@@ -627,7 +675,10 @@ CREATE FUNCTION courier.publish(event_type text, payload jsonb, tenant text DEFA
 DECLARE
     problem text;
     published bigint;
+    published_at timestamptz := now();
     matched integer;
+    keys text[];
+    body bytea;
 BEGIN
     problem := coalesce(
         courier.event_type_problem(publish.event_type),
@@ -635,53 +686,52 @@ BEGIN
         courier.tenant_problem(publish.tenant),
         CASE WHEN publish.idempotency_key IS NOT NULL
                   AND (publish.idempotency_key = '' OR length(publish.idempotency_key) > 255)
-             THEN 'idempotency_key must be 1-255 characters when given' END,
-        CASE WHEN octet_length(publish.payload::text) > 1048000 THEN 'payload must be at most 1048000 bytes as JSON' END);
+             THEN 'idempotency_key must be 1-255 characters when given' END);
     IF problem IS NOT NULL THEN
         RAISE EXCEPTION '%', problem USING ERRCODE = '22023';
     END IF;
-    -- One statement: the message, and one job per matching endpoint. A repeated idempotency key
-    -- inserts no message, so the jobs' INSERT has no row to fan out.
-    WITH targets AS (
-        SELECT e.id, e.url, e.headers, e.queue, e.rate_limit
-        FROM courier.endpoints e
-        WHERE coalesce(e.tenant, '') = coalesce(publish.tenant, '') AND e.disabled_at IS NULL
-          AND courier.event_type_matches(e.event_types, publish.event_type)
-          AND (e.payload_filter IS NULL OR publish.payload @> e.payload_filter)
-    ), message AS (
-        INSERT INTO courier.messages AS m (event_type, tenant, payload, idempotency_key, endpoints)
-        SELECT publish.event_type, publish.tenant, publish.payload, publish.idempotency_key,
-               (SELECT count(*) FROM targets)
-        ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-        RETURNING m.id, m.created_at, m.endpoints
-    ), paced AS (
-        -- A rate-limited endpoint's delivery starts at its next free slot.
-        INSERT INTO courier.endpoint_pacing AS p (endpoint_id, next_at)
-        SELECT t.id, now() + interval '1 second' / t.rate_limit
-        FROM targets t, message
-        WHERE t.rate_limit IS NOT NULL
-        ON CONFLICT (endpoint_id) DO UPDATE
-            SET next_at = greatest(p.next_at, now()) + interval '1 second' / (
-                SELECT t.rate_limit FROM targets t WHERE t.id = excluded.endpoint_id)
-        RETURNING p.endpoint_id, p.next_at - interval '1 second' / (
-            SELECT t.rate_limit FROM targets t WHERE t.id = p.endpoint_id) AS slot
-    ), delivered AS (
-        INSERT INTO courier.jobs (queue, method, url, headers, body, max_attempts, run_at, message_id, endpoint_id)
-        SELECT t.queue, 'POST', t.url, courier.message_headers(m.id, t.headers),
-               courier.message_body(publish.event_type, m.created_at, publish.payload),
-               coalesce(q.max_attempts, 10), coalesce(pc.slot, now()), m.id, t.id
-        FROM message m CROSS JOIN targets t
-        LEFT JOIN courier.queues q ON q.name = t.queue
-        LEFT JOIN paced pc ON pc.endpoint_id = t.id
-        RETURNING 1
-    )
-    SELECT m.id, m.endpoints INTO published, matched FROM message m;
-    IF published IS NULL THEN
-        SELECT m.id INTO published FROM courier.messages m
-        WHERE m.tenant IS NOT DISTINCT FROM publish.tenant AND m.idempotency_key = publish.idempotency_key;
-    ELSIF matched = 0 THEN
-        RAISE NOTICE 'courier.publish: message % (%) matched no endpoint; it is kept', published, publish.event_type;
+    -- Built once for every endpoint; the jobs' trigger checks its size (at most 1 MiB).
+    body := courier.message_body(publish.event_type, published_at, publish.payload);
+    IF octet_length(body) > 1048576 THEN
+        RAISE EXCEPTION 'payload must be at most 1 MiB with its envelope, got % bytes', octet_length(body)
+            USING ERRCODE = '22023';
     END IF;
+    keys := courier.event_type_keys(publish.event_type);
+    -- Endpoints are matched twice (count, then fan-out), each a probe of endpoints_tenant_idx and
+    -- one array overlap per endpoint of the tenant: cheaper than a CTE that writes the message and
+    -- the jobs in one statement, and it leaves a repeated idempotency key with nothing to undo.
+    SELECT count(*) INTO matched FROM courier.endpoints e
+    WHERE coalesce(e.tenant, '') = coalesce(publish.tenant, '') AND e.disabled_at IS NULL
+      AND e.event_types && keys AND (e.payload_filter IS NULL OR publish.payload @> e.payload_filter);
+    IF publish.idempotency_key IS NULL THEN
+        INSERT INTO courier.messages AS m (event_type, tenant, payload, endpoints, created_at)
+        VALUES (publish.event_type, publish.tenant, publish.payload, matched, published_at)
+        RETURNING m.id INTO published;
+    ELSE
+        -- A concurrent publish of the same key waits here for the first one's commit, then gets
+        -- its message.
+        INSERT INTO courier.messages AS m (event_type, tenant, payload, idempotency_key, endpoints, created_at)
+        VALUES (publish.event_type, publish.tenant, publish.payload, publish.idempotency_key, matched, published_at)
+        ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING m.id INTO published;
+        IF published IS NULL THEN
+            SELECT m.id INTO published FROM courier.messages m
+            WHERE m.tenant IS NOT DISTINCT FROM publish.tenant AND m.idempotency_key = publish.idempotency_key;
+            RETURN published;
+        END IF;
+    END IF;
+    IF matched = 0 THEN
+        RAISE NOTICE 'courier.publish: message % (%) matched no endpoint; it is kept', published, publish.event_type;
+        RETURN published;
+    END IF;
+    INSERT INTO courier.jobs (queue, method, url, headers, body, max_attempts, run_at, message_id, endpoint_id)
+    SELECT e.queue, 'POST', e.url, courier.message_headers(published, e.headers), body, coalesce(q.max_attempts, 10),
+           CASE WHEN e.rate_limit IS NULL THEN now() ELSE courier.endpoint_slot(e.id, e.rate_limit) END,
+           published, e.id
+    FROM courier.endpoints e
+    LEFT JOIN courier.queues q ON q.name = e.queue
+    WHERE coalesce(e.tenant, '') = coalesce(publish.tenant, '') AND e.disabled_at IS NULL
+      AND e.event_types && keys AND (e.payload_filter IS NULL OR publish.payload @> e.payload_filter);
     RETURN published;
 END;
 $$;
@@ -3208,6 +3258,13 @@ ALTER TABLE ONLY courier.endpoint_secrets
 GRANT USAGE ON SCHEMA courier TO courier_producer;
 GRANT USAGE ON SCHEMA courier TO courier_worker;
 GRANT USAGE ON SCHEMA courier TO courier_operator;
+
+
+--
+-- Name: FUNCTION endpoint_slot(endpoint_id bigint, rate_limit double precision); Type: ACL; Schema: courier; Owner: -
+--
+
+REVOKE ALL ON FUNCTION courier.endpoint_slot(endpoint_id bigint, rate_limit double precision) FROM PUBLIC;
 
 
 --

@@ -60,6 +60,10 @@ package struct BenchCommand: ParsableCommand {
                         (not in the default set)
               web       every page of `courier web` timed over HTTP beside
                         --history finished jobs (not in the default set)
+              webhooks  courier.publish to 1 endpoint against courier.enqueue
+                        (alternating rounds), one publish to 100 endpoints,
+                        and --jobs signed fan-out deliveries drained beside as
+                        many plain jobs (not in the default set)
 
             Benchmark a release build:
               swift build -c release && .build/release/courier bench
@@ -67,6 +71,7 @@ package struct BenchCommand: ParsableCommand {
             Examples:
               courier bench
               courier bench --scenarios drain,ceilings --jobs 100000 --json
+              courier bench --scenarios webhooks --jobs 50000
             """
     )
 
@@ -98,7 +103,7 @@ package struct BenchCommand: ParsableCommand {
     package func validate() throws {
         let known: Set<String> = [
             "drain", "drain-limit200", "fanout", "failing-host", "latency", "flaky", "ceilings", "inflight", "saturated",
-            "scale", "soak", "scaleout", "web",
+            "scale", "soak", "scaleout", "web", "webhooks",
         ]
         for name in scenarioList where !known.contains(name) {
             throw CLIError.usage("--scenarios: unknown scenario \(name.debugDescription) (use \(known.sorted().joined(separator: ", ")))")
@@ -174,6 +179,7 @@ package struct BenchCommand: ParsableCommand {
                     retention: try parseDuration(scale.soakRetention, flag: "--soak-retention").inSeconds))
             case "scaleout": results += try runner.scaleout(jobs: jobs, processes: try scale.processCounts())
             case "web": results += try runner.web(history: scale.history)
+            case "webhooks": results += try runner.webhooks(jobs: jobs)
             default: break
             }
         }
@@ -297,6 +303,19 @@ package enum BenchGoals {
                 let fraction = drain.rate / lower
                 checks.append(Check(goal: "drain >= 50% of the lower ceiling", measured: String(format: "%.0f%% of %@ jobs/s", fraction * 100, Output.count(Int(lower))), met: fraction >= 0.5))
             }
+        }
+        if let publish = byName["publish-1"], let single = publish.extra["publish_vs_enqueue_single"] as? Double,
+           let batched = publish.extra["publish_vs_enqueue_batched"] as? Double
+        {
+            checks.append(Check(
+                goal: "publish to 1 endpoint >= 80% of courier.enqueue's rate",
+                measured: String(format: "%.0f%% one per transaction, %.0f%% 100 per transaction", single * 100, batched * 100),
+                met: min(single, batched) >= 0.8))
+        }
+        if let drain = byName["drain-webhooks"], let ratio = drain.extra["webhooks_vs_plain"] as? Double {
+            checks.append(Check(
+                goal: "drain of fan-out deliveries >= 90% of a drain of plain jobs",
+                measured: String(format: "%.0f%%", ratio * 100), met: ratio >= 0.9))
         }
         if let latency = byName["latency"], let p50 = latency.extra["start_ms_p50"] as? Double,
            let p99 = latency.extra["start_ms_p99"] as? Double

@@ -70,7 +70,7 @@ package struct BenchRunner {
     package let concurrency: Int
     package let say: (String) -> Void
 
-    private var store: AdminStore { AdminStore(connection: connection) }
+    var store: AdminStore { AdminStore(connection: connection) }
 
     /// A ~200-byte JSON event.
     package static func payload(_ n: Int) -> [UInt8] {
@@ -150,7 +150,7 @@ package struct BenchRunner {
     }
 
     /// Bulk-enqueues into a paused queue, starts the worker, resumes, and times the drain.
-    private func drainLike(name: String, queue: String, jobs: Int, path: String, retrySchedule: [Double]?,
+    func drainLike(name: String, queue: String, jobs: Int, path: String, retrySchedule: [Double]?,
                            extraWorker: [String] = [], hosts: Int? = nil,
                            sample: ((WorkerProcess) -> Void)? = nil) throws -> (BenchResult, Double) {
         try reset(queue)

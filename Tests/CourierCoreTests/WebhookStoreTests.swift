@@ -165,6 +165,13 @@ final class WebhookStoreTests: XCTestCase {
                 XCTAssertTrue((error as? PostgresError)?.message.contains(message) ?? false, "\(error)")
             }
         }
+        try add(["*"])
+        let big = "{\"blob\": \"" + String(repeating: "x", count: 1_048_576) + "\"}"
+        XCTAssertThrowsError(try store.publish(eventType: "a.b", payload: big, tenant: tenant)) { error in
+            XCTAssertTrue((error as? PostgresError)?.message.contains("at most 1 MiB") ?? false, "\(error)")
+        }
+        XCTAssertEqual(try connection.query("SELECT count(*)::int FROM courier.messages WHERE tenant = $1", [tenant])[0]
+            .decode(0, as: Int.self), 0)
         XCTAssertThrowsError(try connection.query("SELECT courier.publish('a.b', NULL)")) { error in
             XCTAssertTrue((error as? PostgresError)?.message.contains("payload") ?? false, "\(error)")
         }

@@ -1,3 +1,5 @@
+import Postgres
+
 /// Statements `courier bench` uses to watch its queues; the work itself goes through the same
 /// statements as production (`AdminStatements` for bulk enqueue, `WorkerStatements` via the
 /// worker).
@@ -145,6 +147,27 @@ public enum BenchStatements {
     /// run in the implicit transaction of a multi-statement string.
     public static let settleHistory = [
         Statement<Void>("VACUUM ANALYZE courier.jobs"), Statement<Void>("VACUUM ANALYZE courier.attempts"),
+    ]
+
+    // MARK: Webhooks
+
+    /// Publishes event `$1` with payload `$2` for tenant `$3` through `courier.publish`, as a
+    /// producer does.
+    public static let publish = Statement<(eventType: String, payload: String, tenant: String)>("""
+        SELECT courier.publish(event_type => $1, payload => $2::jsonb, tenant => $3)
+        """, planning: .prepared) { [$0.eventType, PostgresJSON($0.payload), $0.tenant] }
+
+    /// Enqueues one job to `$1` with JSON payload `$2` in queue `$3` through `courier.enqueue`,
+    /// the call `publish` is compared with.
+    public static let enqueueJSON = Statement<(url: String, payload: String, queue: String)>("""
+        SELECT courier.enqueue(url => $1, payload => $2::jsonb, queue => $3)
+        """, planning: .prepared) { [$0.url, PostgresJSON($0.payload), $0.queue] }
+
+    /// Removes tenant `$1`'s endpoints (their secrets and pacing go with them) and messages, so
+    /// a rerun starts from none.
+    public static let resetTenant = [
+        Statement<String>("DELETE FROM courier.endpoints WHERE tenant = $1") { [$0] },
+        Statement<String>("DELETE FROM courier.messages WHERE tenant = $1") { [$0] },
     ]
 
     /// Writes out what a load dirtied (needs a superuser or pg_checkpoint).
