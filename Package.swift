@@ -302,7 +302,7 @@ let package = Package(
         .testTarget(
             name: "CourierWebTests",
             dependencies: [
-                "CourierWeb", "CourierCLISupport", "CourierCore", "Postgres", "CourierTesting",
+                "CourierWeb", "CourierCLISupport", "CourierCore", "CourierSecrets", "Postgres", "CourierTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Logging", package: "swift-log"),

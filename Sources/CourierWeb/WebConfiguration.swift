@@ -1,4 +1,5 @@
 import CourierCore
+import CourierSecrets
 import Foundation
 
 /// How `courier web` runs. The CLI fills it from flags and `COURIER_*` variables; this target
@@ -41,6 +42,10 @@ public struct WebConfiguration: Sendable {
     /// The workers' default in-flight cap per host, shown for destinations without their own
     /// (default 200, the worker's default).
     public var defaultPerHostLimit = Defaults.perHostLimit
+    /// The key that seals webhook endpoints' secrets (`COURIER_SECRETS_KEY_FILE`, the workers'
+    /// key). Only rotating a secret needs it; without it the console offers no rotation and
+    /// refuses one (default nil).
+    public var secretsKey: SecretsKey?
     /// What time it is, for the sessions' idle timeout: the system's clock, or a test's.
     var clock: @Sendable () -> Date = { Date() }
 

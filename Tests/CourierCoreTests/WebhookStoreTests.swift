@@ -47,7 +47,7 @@ final class WebhookStoreTests: XCTestCase {
             WebhookStatements.enableEndpoint.sql, WebhookStatements.cancelEndpointDeliveries.sql,
             WebhookStatements.deleteEndpoint.sql, WebhookStatements.publish.sql, WebhookStatements.published.sql, WebhookStatements.listMessages.sql,
             WebhookStatements.message.sql, WebhookStatements.messageDeliveries.sql, WebhookStatements.resend.sql,
-            WebhookStatements.recover.sql, WebhookStatements.purgeMessages.sql,
+            WebhookStatements.recover.sql, WebhookStatements.purgeMessages.sql, WebhookStatements.endpointDeliveries.sql,
         ]
         for (index, sql) in statements.enumerated() {
             XCTAssertNoThrow(try connection.prepare(name: "webhook_\(index)", sql: sql), sql)
@@ -286,6 +286,41 @@ final class WebhookStoreTests: XCTestCase {
         XCTAssertThrowsError(try store.resend(messageID: message.messageID, endpointID: stranger)) {
             XCTAssertTrue("\($0)".contains("belongs to"), "\($0)")
         }
+    }
+
+    /// An endpoint's page lists its newest deliveries, re-sends included, newest first, and the
+    /// rows come from `jobs_endpoint_idx` rather than a scan of the jobs.
+    func testEndpointDeliveriesAreTheNewestFirstThroughTheEndpointIndex() throws {
+        let a = try add(["*"], path: "a")
+        let b = try add(["*"], path: "b")
+        let messages = try (0..<3).map { index in
+            try store.publish(eventType: "order.paid", payload: #"{"n": \#(index)}"#, tenant: tenant).messageID
+        }
+        let resent = try store.resend(messageID: messages[0], endpointID: a)
+        try connection.query(
+            "UPDATE courier.jobs SET state = 'dead', finished_at = now(), last_status = 500, last_error = 'HTTP 500' WHERE id = $1",
+            [resent[0].jobID])
+
+        let newest = try store.endpointDeliveries(a, limit: 3)
+        XCTAssertEqual(newest.map(\.messageID), [messages[0], messages[2], messages[1]])
+        XCTAssertEqual(newest[0].jobID, resent[0].jobID)
+        XCTAssertEqual(newest[0].resentFrom, resent[0].resentFrom)
+        XCTAssertEqual(newest[0].state, .dead)
+        XCTAssertEqual(newest[0].lastStatus, 500)
+        XCTAssertEqual(newest[0].lastError, "HTTP 500")
+        XCTAssertEqual(newest[1].state, .pending)
+        XCTAssertNil(newest[1].resentFrom)
+        XCTAssertEqual(try store.endpointDeliveries(a).count, 4)
+        XCTAssertEqual(try store.endpointDeliveries(b).count, 3)
+        XCTAssertEqual(try store.endpointDeliveries(Int64.max), [])
+
+        let plan = try connection.transaction { connection -> String in
+            try connection.simpleQuery("SET LOCAL enable_seqscan = off")
+            return try connection.query("EXPLAIN " + WebhookStatements.endpointDeliveries.sql, [a, 20]).rows
+                .map { try $0.decode(0, as: String.self) }.joined(separator: "\n")
+        }
+        XCTAssertTrue(plan.contains("jobs_endpoint_idx"), plan)
+        XCTAssertFalse(plan.contains("Sort"), "the index gives the order: \(plan)")
     }
 
     func testARateLimitSpacesTheFirstDeliveries() throws {

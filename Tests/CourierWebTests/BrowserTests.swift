@@ -106,7 +106,7 @@ final class BrowserTests: WebTestCase {
         try await session.type("#password", WebTestCase.password)
         try await session.click("form.login button")
         try await session.waitForURL { $0.hasSuffix("/queues") }
-        for path in ["/queues", "/dead", "/jobs/\(dead)", "/destinations"] {
+        for path in ["/queues", "/dead", "/jobs/\(dead)", "/destinations", "/endpoints", "/messages"] {
             try await session.navigate(base + path)
             // Only the filter form (a GET) has a button.
             let actionButtons = try await session.elements("main form:not(.filters) button").count
@@ -119,6 +119,43 @@ final class BrowserTests: WebTestCase {
         let status = try await session.fetchStatus(path: "/jobs/\(dead)/requeue", form: "csrf=\(token)")
         XCTAssertEqual(status, 403)
         XCTAssertEqual(try connection.query("SELECT state::text FROM courier.jobs WHERE id = $1", [dead])[0].decode(0, as: String.self), "dead")
+        try await session.close()
+    }
+
+    func testEndpointsAndAMessageOpenFromTheNavigation() async throws {
+        let driver = try await WebDriver.start(http: http)
+        defer { driver.stop() }
+        let webhooks = WebhookStore(connection: connection)
+        let endpoint = try webhooks.addEndpoint(
+            NewEndpoint(url: "https://receiver.example/hooks", eventTypes: ["invoice.*"], tenant: "acme",
+                        headers: [("X-Token", "SECRETBROWSERHEADER")]),
+            seal: { _ in Array(repeating: 7, count: 40) })
+        let message = try webhooks.publish(eventType: "invoice.paid", payload: #"{"id": 42}"#, tenant: "acme")
+        try await startServer()
+        let session = try await driver.newSession()
+        try await session.navigate(base + "/login")
+        try await session.type("#name", "alice")
+        try await session.type("#password", WebTestCase.password)
+        try await session.click("form.login button")
+        try await session.waitForURL { $0.hasSuffix("/queues") }
+
+        try await session.click(#"nav a[href="/endpoints"]"#)
+        _ = try await session.element("table#endpoints")
+        let row = try await session.text(#"tr[data-endpoint="\#(endpoint)"]"#)
+        XCTAssertTrue(row.contains("https://receiver.example/hooks"), row)
+        XCTAssertTrue(row.contains("0 / 0 / 1"), row)
+        try await session.click(#"a[href="/endpoints/\#(endpoint)"]"#)
+        try await session.waitForURL { $0.hasSuffix("/endpoints/\(endpoint)") }
+        let secrets = try await session.text("#secrets")
+        XCTAssertTrue(secrets.hasPrefix("1 valid"), secrets)
+        let needsKey = try await session.text("#rotation-needs-key")
+        XCTAssertTrue(needsKey.contains("COURIER_SECRETS_KEY_FILE"), needsKey)
+        let source = try await session.source()
+        XCTAssertFalse(source.contains("SECRETBROWSERHEADER"))
+        try await session.click(#"#deliveries a[href="/messages/\#(message.messageID)"]"#)
+        try await session.waitForURL { $0.hasSuffix("/messages/\(message.messageID)") }
+        let payload = try await session.text("#payload")
+        XCTAssertTrue(payload.contains("\"id\": 42"), payload)
         try await session.close()
     }
 

@@ -39,7 +39,8 @@ final class WebPagesTests: WebTestCase {
 
         var pages: [String: String] = [:]
         for route in ["/queues", "/jobs", "/jobs?queue=billing", "/jobs?host=secret-host.example", "/jobs/\(dead)",
-                      "/jobs/\(dead + 1)", "/dead", "/dead?url=secret-host", "/dead/requeue?queue=billing", "/destinations"] {
+                      "/jobs/\(dead + 1)", "/dead", "/dead?url=secret-host", "/dead/requeue?queue=billing", "/destinations",
+                      "/endpoints", "/messages"] {
             let page = try await browser.get(route)
             XCTAssertEqual(page.status, 200, route)
             pages[route] = page.body

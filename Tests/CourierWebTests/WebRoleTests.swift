@@ -43,4 +43,32 @@ final class WebRoleTests: XCTestCase {
             }
         }
     }
+
+    /// The webhook pages' reads and actions work as `courier_operator` too.
+    func testOperatorRunsEveryWebhookPageStatement() throws {
+        let url = try TestDatabase.create(label: "webrolehooks")
+        defer { TestDatabase.drop(url) }
+        let connection = try PostgresConnection(url)
+        defer { connection.close() }
+        try connection.simpleQuery("SET ROLE courier_operator")
+        let store = WebhookStore(connection: connection)
+        let sealed: (Int64) -> [UInt8] = { _ in Array(repeating: 9, count: 40) }
+        let endpoint = try store.addEndpoint(NewEndpoint(url: "https://a.example/in", eventTypes: ["*"], tenant: "acme"), seal: sealed)
+        let message = try store.publish(eventType: "a.b", payload: "{}", tenant: "acme")
+        XCTAssertEqual(try store.listEndpoints(tenant: "acme").map(\.id), [endpoint])
+        XCTAssertEqual(try store.endpointDeliveries(endpoint).count, 1)
+        XCTAssertEqual(try store.validSecrets(endpoint).count, 1)
+        XCTAssertEqual(try store.listMessages(.init(tenant: "acme")).map(\.id), [message.messageID])
+        XCTAssertEqual(try store.message(message.messageID)?.deliveries.count, 1)
+        let entry = WebAuditEntry(who: "alice", client: "127.0.0.1", action: "message.resend", target: "t", jobs: 1)
+        XCTAssertEqual(try store.resend(messageID: message.messageID) { _, connection in
+            try WebStore(connection: connection).audit(entry)
+        }.count, 1)
+        XCTAssertNotNil(try store.rotateSecret(endpoint, grace: .hours(24), seal: sealed) { connection in
+            try WebStore(connection: connection).audit(entry)
+        })
+        XCTAssertTrue(try store.disableEndpoint(endpoint, reason: "disabled in the web console by alice"))
+        XCTAssertTrue(try store.enableEndpoint(endpoint))
+        XCTAssertEqual(try connection.query("SELECT count(*)::int FROM courier.web_audit")[0].decode(0, as: Int.self), 2)
+    }
 }

@@ -182,6 +182,22 @@ final class WebRouterTests: WebTestCase {
         XCTAssertFalse(page.jobs.isEmpty)
         XCTAssertFalse(destinations.isEmpty)
         let query = JobListQuery(FormData("queue=billing&since=1h&before=\(id + 1)"), dead: true)
+        // A webhook endpoint (disabled, with a header and a payload filter), a message and its
+        // delivery, a re-send, and a retiring secret, so every optional of their views is set.
+        let webhooks = WebhookStore(connection: connection)
+        let endpointID = try webhooks.addEndpoint(
+            NewEndpoint(url: "https://receiver.example/h", eventTypes: ["*"], tenant: "acme", description: "d",
+                        payloadFilter: #"{"a": 1}"#, headers: [("X-Ref", "v")]),
+            seal: { _ in Array(repeating: 1, count: 40) })
+        let published = try webhooks.publish(eventType: "a.b", payload: #"{"a": 1}"#, tenant: "acme", idempotencyKey: "k")
+        _ = try webhooks.resend(messageID: published.messageID)
+        try connection.query("UPDATE courier.jobs SET state = 'dead', attempt = 1, last_status = 500, last_error = 'HTTP 500', finished_at = now() WHERE message_id = $1", [published.messageID])
+        _ = try webhooks.rotateSecret(endpointID, grace: .hours(1), seal: { _ in Array(repeating: 2, count: 40) })
+        try webhooks.disableEndpoint(endpointID, reason: "r")
+        let endpoint = try XCTUnwrap(try webhooks.endpoint(endpointID))
+        let endpointDeliveries = try webhooks.endpointDeliveries(endpointID)
+        let message = try XCTUnwrap(try webhooks.message(published.messageID))
+        XCTAssertEqual(endpointDeliveries.count, 2)
         let shared = PageContent(template: "", csrf: "", actions: true, view: 0)
 
         let views: [String: [Any]] = [
@@ -196,6 +212,13 @@ final class WebRouterTests: WebTestCase {
             "job": [JobView(detail, actions: true), shared],
             "requeueAll": [RequeueAllView(query, count: 1, maxID: 1), shared],
             "destinations": [DestinationsView(destinations), shared],
+            "endpoints": [EndpointsView([endpoint], tenant: "acme", limit: 1), shared],
+            "endpoint": [EndpointView(endpoint, deliveries: endpointDeliveries, deliveriesShown: 20, actions: true, canSeal: true,
+                                      grace: .hours(24)), shared],
+            "rotatedSecret": [RotatedSecretView(id: "1", url: "u", secret: "s", retiringUntil: "t", graceHours: 24), shared],
+            "webhookMessages": [WebhookMessagesView(try webhooks.listMessages(.init()), tenant: "acme", eventType: "a.b",
+                                                    before: 10, limit: 1), shared],
+            "webhookMessage": [WebhookMessageView(message, actions: true), shared],
             "csrf": [shared],
             "content": [shared],
         ]

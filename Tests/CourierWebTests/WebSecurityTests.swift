@@ -10,9 +10,11 @@ import XCTest
 /// real database.
 final class WebSecurityTests: WebTestCase {
     static let getRoutes = ["/", "/queues", "/jobs", "/jobs?queue=billing", "/jobs/1", "/dead", "/dead/requeue",
-                            "/destinations", "/events", "/no-such-page"]
+                            "/destinations", "/endpoints", "/endpoints?tenant=acme", "/endpoints/1", "/messages",
+                            "/messages?tenant=acme&event_type=a.b", "/messages/1", "/events", "/no-such-page"]
     static let postRoutes = ["/queues/pause", "/queues/resume", "/jobs/1/requeue", "/dead/requeue",
-                             "/destinations/enable", "/destinations/disable", "/logout", "/no-such-page"]
+                             "/destinations/enable", "/destinations/disable", "/endpoints/1/disable", "/endpoints/1/enable",
+                             "/endpoints/1/rotate", "/messages/1/resend", "/logout", "/no-such-page"]
 
     func testEveryRouteNeedsALogin() async throws {
         let id = try insertJob(queue: "billing", state: .dead, url: "https://private-host.example/x")
@@ -119,7 +121,7 @@ final class WebSecurityTests: WebTestCase {
         let tls = try await Browser(self).login(headers: [("X-Forwarded-Proto", "https")])
         XCTAssertTrue(try XCTUnwrap(tls.headers.first(name: "set-cookie")).contains("; Secure"))
 
-        for route in ["/queues", "/jobs", "/dead", "/destinations", "/login"] {
+        for route in ["/queues", "/jobs", "/dead", "/destinations", "/endpoints", "/messages", "/login"] {
             let page = try await browser.get(route)
             XCTAssertEqual(page.status, 200, route)
             XCTAssertEqual(page.headers.first(name: "content-security-policy"),
@@ -188,7 +190,7 @@ final class WebSecurityTests: WebTestCase {
         let browser = Browser(self)
         try await browser.login()
         let token = try XCTUnwrap(browser.csrf)
-        for route in ["/queues", "/jobs", "/dead", "/jobs/\(dead)", "/destinations"] {
+        for route in ["/queues", "/jobs", "/dead", "/jobs/\(dead)", "/destinations", "/endpoints", "/messages"] {
             let page = try await browser.get(route)
             XCTAssertEqual(page.status, 200, route)
             XCTAssertTrue(page.body.contains("Read-only console"), route)

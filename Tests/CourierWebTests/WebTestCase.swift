@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import CourierCore
+import CourierSecrets
 import CourierTesting
 import Foundation
 import Logging
@@ -40,7 +41,8 @@ class WebTestCase: XCTestCase {
     func startServer(
         readOnly: Bool = false, pageSize: Int = 50, scanWindow: Int = 20_000, liveInterval: Duration = .seconds(2),
         statementTimeout: Duration = .seconds(15), loginFailures: LoginFailures = LoginFailures(),
-        sessionIdleTimeout: Duration = .hours(12), clock: TestClock? = nil
+        sessionIdleTimeout: Duration = .hours(12), clock: TestClock? = nil, secretsKey: SecretsKey? = nil,
+        logs: LogCapture? = nil
     ) async throws -> RunningWebServer {
         var configuration = WebConfiguration(databaseURL: url, password: try WebPassword(fileContents: Self.password + "\n"))
         configuration.port = 0
@@ -51,15 +53,46 @@ class WebTestCase: XCTestCase {
         configuration.statementTimeout = statementTimeout
         configuration.loginFailures = loginFailures
         configuration.sessionIdleTimeout = sessionIdleTimeout
+        configuration.secretsKey = secretsKey
         if let clock { configuration.clock = { clock.now } }
-        var logger = Logger(label: "courier.web.test")
-        logger.logLevel = .critical
+        var logger = logs.map { capture in Logger(label: "courier.web.test") { _ in capture.handler() } }
+            ?? Logger(label: "courier.web.test")
+        logger.logLevel = logs == nil ? .critical : .trace
         let started = try await WebServer.start(configuration, logger: logger)
         server = started
         return started
     }
 
     var base: String { "http://127.0.0.1:\(server!.port)" }
+
+    /// Every line the console logs, with its metadata, for tests that check what is logged.
+    final class LogCapture: @unchecked Sendable {
+        private let lock = NSLock()
+        private var lines: [String] = []
+
+        /// The lines so far, each the message and its metadata.
+        var text: String { lock.withLock { lines.joined(separator: "\n") } }
+
+        func append(_ line: String) { lock.withLock { lines.append(line) } }
+
+        func handler() -> any LogHandler { Handler(capture: self) }
+
+        struct Handler: LogHandler {
+            let capture: LogCapture
+            var metadata: Logger.Metadata = [:]
+            var logLevel: Logger.Level = .trace
+
+            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+                get { metadata[key] }
+                set { metadata[key] = newValue }
+            }
+
+            func log(event: LogEvent) {
+                let all = metadata.merging(event.metadata ?? [:]) { $1 }
+                capture.append("\(event.level) \(event.message) \(all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
+            }
+        }
+    }
 
     /// A clock the test moves by hand, for the sessions' idle timeout.
     final class TestClock: @unchecked Sendable {

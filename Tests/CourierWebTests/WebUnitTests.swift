@@ -209,6 +209,29 @@ final class WebUnitTests: XCTestCase {
         XCTAssertEqual(rate.samples.count, 1)
     }
 
+    func testJSONLayoutReindentsWithoutParsing() {
+        let stored = #"{"a": [1, {"b": "x, y: {z} [w]"}], "c": {}, "d": "q\"}", "e": [ ], "n": 12345678901234567890.10}"#
+        XCTAssertEqual(JSONLayout.pretty(stored), """
+            {
+              "a": [
+                1,
+                {
+                  "b": "x, y: {z} [w]"
+                }
+              ],
+              "c": {},
+              "d": "q\\"}",
+              "e": [],
+              "n": 12345678901234567890.10
+            }
+            """)
+        XCTAssertEqual(JSONLayout.pretty("42"), "42")
+        XCTAssertEqual(JSONLayout.pretty(#""a\"b""#), #""a\"b""#)
+        // Cut-off text and text that is not JSON still come out, laid out as far as they go.
+        XCTAssertEqual(JSONLayout.pretty(#"{"a": [1, 2"#), "{\n  \"a\": [\n    1,\n    2")
+        XCTAssertEqual(JSONLayout.pretty("}} not json"), "\n}\n}notjson")
+    }
+
     func testTemplatesEscapeWhatTheDatabaseHolds() throws {
         let library = try Templates.library()
         let html = library.render([

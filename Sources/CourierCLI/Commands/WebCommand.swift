@@ -11,14 +11,16 @@ import CourierCLISupport
 struct WebCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "web",
-        abstract: "Serve the operator's console (queues, jobs, dead letters, destinations) in the browser.",
+        abstract: "Serve the operator's console (queues, jobs, dead letters, destinations, webhooks) in the browser.",
         discussion: """
             A login is required: the password is read from --password-file (or the file named by
             COURIER_WEB_PASSWORD_FILE), at least 12 characters on one line, and held only as a keyed
             hash in memory. Every flag can also come from the environment (COURIER_WEB_<FLAG>, e.g.
             COURIER_WEB_ADDRESS=127.0.0.1:8080), which is how deploy/courier-web.service configures it;
             a flag wins over the environment. Serve it on loopback and put a TLS proxy in front for
-            anyone else; see docs/web.md.
+            anyone else; see docs/web.md. Rotating a webhook endpoint's secret in the console needs the
+            workers' secrets key (--secrets-key-file or COURIER_SECRETS_KEY_FILE); without it the
+            console shows endpoints and messages but rotates nothing.
 
             Examples:
               courier web --password-file /etc/courier/web.password
@@ -44,6 +46,8 @@ struct WebCommand: AsyncParsableCommand {
 
     @Option(help: "Database connections at most (default 4).")
     var connections: Int?
+
+    @OptionGroup var secrets: SecretsKeyOptions
 
     @OptionGroup var logging: LogOptions
 
@@ -83,6 +87,7 @@ struct WebCommand: AsyncParsableCommand {
         configuration.readOnly = enabled(readOnly, "READ_ONLY")
         configuration.secureCookies = enabled(secureCookies, "SECURE_COOKIES")
         configuration.databaseConnections = connectionCount
+        configuration.secretsKey = try secrets.loadIfSet()
 
         try await Self.checkSchema(database)
 

@@ -137,6 +137,17 @@ public enum WebhookStatements {
         RETURNING old.was_disabled
         """) { [$0] }
 
+    /// Endpoint `$1`'s newest `$2` deliveries, newest first: a backward walk of
+    /// `jobs_endpoint_idx (endpoint_id, id)` that stops after `$2` rows, however long its history.
+    public static let endpointDeliveries = Statement<(endpointID: Int64, limit: Int)>("""
+        SELECT j.id, j.message_id, j.resent_from, j.state::text, j.attempt, j.max_attempts, j.last_status,
+               j.last_error, j.run_at, j.finished_at, j.created_at
+        FROM courier.jobs j
+        WHERE j.endpoint_id = $1
+        ORDER BY j.id DESC
+        LIMIT $2
+        """) { [$0.endpointID, $0.limit] }
+
     /// Cancels endpoint `$1`'s waiting deliveries (before it is deleted): they would go to a
     /// receiver nobody registers any more. Running ones finish. Returns how many.
     public static let cancelEndpointDeliveries = Statement<Int64>("""

@@ -198,6 +198,32 @@ public struct MessageDelivery: Sendable, Equatable {
     public var finishedAt: Date?
 }
 
+/// One delivery to an endpoint, as its page lists them.
+public struct EndpointDelivery: Sendable, Equatable {
+    /// The job.
+    public var jobID: Int64
+    /// Its message (nil only for a row written around the API).
+    public var messageID: Int64?
+    /// The delivery this one re-sends.
+    public var resentFrom: Int64?
+    /// State.
+    public var state: JobState
+    /// Attempts started.
+    public var attempt: Int
+    /// Attempts allowed.
+    public var maxAttempts: Int
+    /// Last HTTP status.
+    public var lastStatus: Int?
+    /// Last error.
+    public var lastError: String?
+    /// Next attempt not before.
+    public var runAt: Date
+    /// When it finished.
+    public var finishedAt: Date?
+    /// When it was written (published or re-sent).
+    public var createdAt: Date
+}
+
 /// A message with its payload and deliveries (`courier messages show`).
 public struct MessageDetail: Sendable, Equatable {
     /// The message.

@@ -64,6 +64,18 @@ public struct WebhookStore {
         return try row.decode(0)
     }
 
+    /// Endpoint `id`'s newest `limit` deliveries, newest first (re-sends included); empty for
+    /// an endpoint without any, or an unknown one.
+    public func endpointDeliveries(_ id: Int64, limit: Int = 20) throws -> [EndpointDelivery] {
+        try connection.run(WebhookStatements.endpointDeliveries, (endpointID: id, limit: limit)).rows.map { row in
+            EndpointDelivery(
+                jobID: try row.decode(0), messageID: try row.decode(1), resentFrom: try row.decode(2),
+                state: try Self.state(row.decode(3)), attempt: try row.decode(4), maxAttempts: try row.decode(5),
+                lastStatus: try row.decode(6), lastError: try row.decode(7), runAt: try row.decode(8),
+                finishedAt: try row.decode(9), createdAt: try row.decode(10))
+        }
+    }
+
     /// Deletes an endpoint and cancels its waiting deliveries, in one transaction. Returns how
     /// many deliveries were cancelled.
     @discardableResult
@@ -79,7 +91,13 @@ public struct WebhookStore {
 
     /// Rotates an endpoint's secret: the current one keeps signing for `grace`, the new one
     /// (sealed by `seal` for the endpoint's id) signs from now on. Returns when the old one stops.
-    public func rotateSecret(_ id: Int64, grace: Duration, seal: (Int64) -> [UInt8]) throws -> Date? {
+    ///
+    /// - Parameter alongside: runs in the rotation's transaction once the new secret is stored
+    ///   (the console writes its audit row there): both are committed, or neither.
+    public func rotateSecret(
+        _ id: Int64, grace: Duration, seal: (Int64) -> [UInt8],
+        alongside: (PostgresConnection) throws -> Void = { _ in }
+    ) throws -> Date? {
         try connection.transaction { connection in
             guard try connection.run(WebhookStatements.endpoint, id).rows.first != nil else {
                 throw Self.unknownEndpoint(id)
@@ -87,6 +105,7 @@ public struct WebhookStore {
             let retired: Date? = try connection.run(WebhookStatements.retireSecret, (endpointID: id, grace: grace))
                 .rows.first?.decode(0)
             try connection.run(WebhookStatements.insertSecret, (endpointID: id, sealed: seal(id)))
+            try alongside(connection)
             return retired
         }
     }
@@ -145,7 +164,12 @@ public struct WebhookStore {
     /// - Throws: ``WebhookError``: the message or endpoint does not exist (not found), the
     ///   endpoint is disabled or belongs to another tenant, or the message has no delivery to
     ///   re-send.
-    public func resend(messageID: Int64, endpointID: Int64? = nil) throws -> [ResentDelivery] {
+    /// - Parameter alongside: runs in the re-send's transaction with the new deliveries (the
+    ///   console writes its audit row there): both are committed, or neither.
+    public func resend(
+        messageID: Int64, endpointID: Int64? = nil,
+        alongside: ([ResentDelivery], PostgresConnection) throws -> Void = { _, _ in }
+    ) throws -> [ResentDelivery] {
         try connection.transaction { connection in
             guard let message = try connection.run(WebhookStatements.message, messageID).rows.first else {
                 throw WebhookError("no message \(messageID)", notFound: true)
@@ -170,6 +194,7 @@ public struct WebhookStore {
                 throw WebhookError(
                     "message \(messageID) has no delivery to an enabled endpoint to re-send; name one with --endpoint")
             }
+            try alongside(written, connection)
             return written
         }
     }

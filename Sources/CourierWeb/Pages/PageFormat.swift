@@ -44,6 +44,11 @@ enum PageFormat {
         value.date.map { iso.string(from: $0) }
     }
 
+    /// A date for `<time datetime>`.
+    static func isoTime(_ date: Date) -> String {
+        iso.string(from: date)
+    }
+
     /// Reads a time filter: a duration back from `now` (`30s`, `15m`, `2h`, `7d`) or a date
     /// (`2026-11-23`, `2026-11-23T10:00`, `2026-11-23 10:00:05`, with `Z` or an offset; without
     /// one it is UTC). Nil for anything else.

@@ -55,6 +55,9 @@ enum StaticFiles {
         .pages { display: flex; gap: 1rem; margin-top: 1rem; }
         .chart { display: block; width: 100%; height: 4rem; color: var(--accent); border-bottom: 1px solid var(--line); }
         h2 { font-size: 1.1rem; margin-top: 1.5rem; }
+        .secret { display: block; padding: .6rem; background: var(--panel); border: 1px solid var(--line);
+          font-size: 1.05rem; word-break: break-all; user-select: all; }
+        .header-names { margin: 0; padding-left: 1.2rem; }
         @media (max-width: 40rem) { th, td { padding: .3rem; } body { font-size: 15px; } }
         """
 

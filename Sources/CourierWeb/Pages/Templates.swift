@@ -14,7 +14,8 @@ enum Templates {
     static let all: [String: String] = [
         "layout": layout, "login": login, "queues": queues, "jobs": jobs, "job": job,
         "requeueAll": requeueAll, "destinations": destinations, "message": message, "filters": filters,
-        "csrf": csrf, "content": content,
+        "csrf": csrf, "content": content, "endpoints": endpoints, "endpoint": endpoint,
+        "rotatedSecret": rotatedSecret, "webhookMessages": webhookMessages, "webhookMessage": webhookMessage,
     ]
 
     /// A page's template over its view (`PageContent`): inside the section the page's own keys
@@ -229,6 +230,162 @@ enum Templates {
         </tbody></table></div>
         {{/hasDestinations}}
         {{^hasDestinations}}<p>No destination has jobs or settings yet.</p>{{/hasDestinations}}
+        """
+
+    static let endpoints = """
+        <h1>Endpoints</h1>
+        <form class="filters" method="get" action="/endpoints">
+        <p><label for="f-tenant">Tenant</label><input id="f-tenant" name="tenant" value="{{filterTenant}}"></p>
+        <p><button type="submit">Filter</button> <a href="/endpoints">Clear</a></p>
+        </form>
+        {{#truncated}}<p class="hint">{{truncated}}</p>{{/truncated}}
+        {{#hasEndpoints}}
+        <div class="wrap"><table id="endpoints">
+        <thead><tr><th scope="col">Endpoint</th><th scope="col">Tenant</th><th scope="col">URL</th><th scope="col">Event types</th>
+        <th scope="col">Queue</th><th scope="col">State</th><th scope="col" class="n">Last 100: ok / dead / waiting</th>
+        <th scope="col">Last success</th><th scope="col" class="n">Secrets</th></tr></thead>
+        <tbody>
+        {{#endpoints}}
+        <tr data-endpoint="{{id}}">
+        <th scope="row"><a href="/endpoints/{{id}}">{{id}}</a></th>
+        <td>{{#tenant}}<a href="/endpoints?tenant={{tenantQuery}}">{{tenant}}</a>{{/tenant}}{{^tenant}}<span class="hint">none</span>{{/tenant}}</td>
+        <td class="url">{{url}}</td><td>{{eventTypes}}</td><td>{{queue}}</td>
+        <td data-field="state">{{#disabled}}<strong>disabled</strong> {{disabledReason}}{{/disabled}}{{^disabled}}enabled{{/disabled}}</td>
+        <td class="n" data-field="recent">{{#recent}}{{ok}} / {{dead}} / {{waiting}}{{/recent}}</td>
+        <td>{{#lastSuccess}}<time datetime="{{lastSuccessISO}}">{{lastSuccess}}</time>{{/lastSuccess}}{{^lastSuccess}}-{{/lastSuccess}}</td>
+        <td class="n" data-field="secrets">{{secrets}}</td>
+        </tr>
+        {{/endpoints}}
+        </tbody></table></div>
+        {{/hasEndpoints}}
+        {{^hasEndpoints}}<p>No endpoint matches.</p>{{/hasEndpoints}}
+        """
+
+    static let endpoint = """
+        <h1>Endpoint {{id}} {{#disabled}}<span class="state dead">disabled</span>{{/disabled}}{{^disabled}}<span class="state succeeded">enabled</span>{{/disabled}}</h1>
+        {{#canDisable}}<form method="post" action="/endpoints/{{id}}/disable">{{> csrf}}
+        <button type="submit">Disable this endpoint</button></form>{{/canDisable}}
+        {{#canEnable}}<form method="post" action="/endpoints/{{id}}/enable">{{> csrf}}
+        <button type="submit">Enable this endpoint</button></form>{{/canEnable}}
+        <dl class="facts">
+        <dt>Tenant</dt><dd>{{#tenant}}<a href="/endpoints?tenant={{tenantQuery}}">{{tenant}}</a> · <a href="/messages?tenant={{tenantQuery}}">its messages</a>{{/tenant}}{{^tenant}}none (internal){{/tenant}}</dd>
+        <dt>URL</dt><dd class="url"><code>{{url}}</code></dd>
+        {{#description}}<dt>Description</dt><dd>{{description}}</dd>{{/description}}
+        <dt>Event types</dt><dd>{{eventTypes}}</dd>
+        {{#payloadFilter}}<dt>Payload filter</dt><dd><code>{{payloadFilter}}</code></dd>{{/payloadFilter}}
+        <dt>Headers</dt><dd>{{#hasHeaders}}<ul class="header-names">{{#headerNames}}<li><code>{{.}}</code></li>{{/headerNames}}</ul>
+        <small class="hint">Names only: their values are never shown.</small>{{/hasHeaders}}{{^hasHeaders}}none{{/hasHeaders}}</dd>
+        <dt>Queue</dt><dd><a href="/jobs?queue={{queueQuery}}">{{queue}}</a></dd>
+        <dt>Rate limit</dt><dd>{{rateLimit}}</dd>
+        <dt>Ordered</dt><dd>{{#ordered}}yes: one delivery at a time, in publish order{{/ordered}}{{^ordered}}no{{/ordered}}</dd>
+        {{#disabled}}<dt>Disabled</dt><dd>{{disabledAt}}: {{disabledReason}}</dd>{{/disabled}}
+        <dt>Created</dt><dd>{{created}}</dd>
+        <dt>Changed</dt><dd>{{updated}}</dd>
+        <dt>Recent deliveries</dt><dd>{{#recent}}{{ok}} ok, {{dead}} dead, {{waiting}} waiting of the last {{total}}{{/recent}}{{#lastSuccess}}; last success {{lastSuccess}}{{/lastSuccess}}</dd>
+        </dl>
+        <section aria-labelledby="secrets-heading">
+        <h2 id="secrets-heading">Signing secrets</h2>
+        <p id="secrets">{{validSecrets}} valid: the current one{{#retiringUntil}} and {{retiring}} retiring, signing beside it; the first to stop does at {{retiringUntil}}{{/retiringUntil}}. Secrets are stored sealed and never shown here.</p>
+        {{#canRotate}}<form method="post" action="/endpoints/{{id}}/rotate">{{> csrf}}
+        <p><button type="submit">Rotate the secret</button> <small class="hint">The new secret is shown once, on the next page; the current one keeps signing for {{graceHours}} hours.</small></p></form>{{/canRotate}}
+        {{#rotationNeedsKey}}<p class="hint" id="rotation-needs-key">Rotation is off: this console was started without COURIER_SECRETS_KEY_FILE (or --secrets-key-file), so it cannot seal a new secret.</p>{{/rotationNeedsKey}}
+        </section>
+        <section aria-labelledby="deliveries-heading">
+        <h2 id="deliveries-heading">Newest deliveries</h2>
+        {{#hasDeliveries}}<div class="wrap"><table id="deliveries">
+        <thead><tr><th scope="col">Job</th><th scope="col">Message</th><th scope="col">State</th><th scope="col">Attempt</th>
+        <th scope="col">Written</th><th scope="col">Last status</th><th scope="col">Last error</th><th scope="col">Re-send of</th></tr></thead>
+        <tbody>
+        {{#deliveries}}<tr data-job="{{jobID}}">
+        <th scope="row"><a href="/jobs/{{jobID}}">{{jobID}}</a></th>
+        <td>{{#messageID}}<a href="/messages/{{messageID}}">{{webhookID}}</a>{{/messageID}}</td>
+        <td><span class="state {{state}}">{{state}}</span></td><td class="n">{{attempt}}/{{maxAttempts}}</td>
+        <td><time datetime="{{timeISO}}">{{time}}</time></td>
+        <td class="n">{{lastStatus}}</td><td class="error">{{lastError}}</td>
+        <td>{{#resentFrom}}<a href="/jobs/{{resentFrom}}">job {{resentFrom}}</a>{{/resentFrom}}</td>
+        </tr>{{/deliveries}}
+        </tbody></table></div>
+        <p class="hint">The newest {{deliveriesShown}} at most.</p>{{/hasDeliveries}}
+        {{^hasDeliveries}}<p>No delivery yet.</p>{{/hasDeliveries}}
+        </section>
+        """
+
+    static let rotatedSecret = """
+        <h1>New secret for endpoint {{id}}</h1>
+        <p class="notice" role="status">Copy it now and give it to the receiver: this is the only time it is shown.
+        It is stored sealed; neither this console nor the CLI can show it again.</p>
+        <p><label for="new-secret">Secret of <code>{{url}}</code></label></p>
+        <p><code class="secret" id="new-secret">{{secret}}</code></p>
+        <p>{{#retiringUntil}}The previous secret keeps signing beside it until {{retiringUntil}} ({{graceHours}} hours), so
+        the receiver can switch without missing a delivery.{{/retiringUntil}}{{^retiringUntil}}It signs every delivery from now on.{{/retiringUntil}}</p>
+        <p><a href="/endpoints/{{id}}">Back to the endpoint</a></p>
+        """
+
+    static let webhookMessages = """
+        <h1>Messages</h1>
+        <form class="filters" method="get" action="/messages">
+        <p><label for="f-tenant">Tenant</label><input id="f-tenant" name="tenant" value="{{filterTenant}}"></p>
+        <p><label for="f-event-type">Event type</label><input id="f-event-type" name="event_type" value="{{filterEventType}}" placeholder="invoice.paid"></p>
+        <p><button type="submit">Filter</button> <a href="/messages">Clear</a></p>
+        </form>
+        {{#hasMessages}}
+        <div class="wrap"><table id="messages">
+        <thead><tr><th scope="col">Message</th><th scope="col">webhook-id</th><th scope="col">Event type</th><th scope="col">Tenant</th>
+        <th scope="col">Published</th><th scope="col" class="n">Endpoints</th><th scope="col" class="n">Deliveries: ok / dead / waiting</th></tr></thead>
+        <tbody>
+        {{#messages}}
+        <tr data-message="{{id}}">
+        <th scope="row"><a href="/messages/{{id}}">{{id}}</a></th>
+        <td><code>{{webhookID}}</code></td><td>{{eventType}}</td>
+        <td>{{#tenant}}<a href="/messages?tenant={{tenantQuery}}">{{tenant}}</a>{{/tenant}}{{^tenant}}<span class="hint">none</span>{{/tenant}}</td>
+        <td><time datetime="{{publishedISO}}">{{published}}</time></td>
+        <td class="n">{{endpoints}}</td>
+        <td class="n" data-field="deliveries">{{#deliveries}}{{ok}} / {{dead}} / {{waiting}}{{/deliveries}}</td>
+        </tr>
+        {{/messages}}
+        </tbody></table></div>
+        <nav class="pages" aria-label="Pages">{{#firstPage}}<a href="{{firstPage}}">Newest</a>{{/firstPage}}
+        {{#nextPage}}<a rel="next" href="{{nextPage}}">Older</a>{{/nextPage}}</nav>
+        {{/hasMessages}}
+        {{^hasMessages}}<p>No message matches.</p>{{/hasMessages}}
+        """
+
+    static let webhookMessage = """
+        <h1>Message {{messageID}} <code>{{webhookID}}</code></h1>
+        <dl class="facts">
+        <dt>Event type</dt><dd>{{eventType}}</dd>
+        <dt>Tenant</dt><dd>{{#tenant}}<a href="/messages?tenant={{tenantQuery}}">{{tenant}}</a> · <a href="/endpoints?tenant={{tenantQuery}}">its endpoints</a>{{/tenant}}{{^tenant}}none (internal){{/tenant}}</dd>
+        <dt>Published</dt><dd><time datetime="{{publishedISO}}">{{published}}</time></dd>
+        {{#idempotencyKey}}<dt>Idempotency key</dt><dd>{{idempotencyKey}}</dd>{{/idempotencyKey}}
+        <dt>Endpoints matched</dt><dd>{{endpoints}}</dd>
+        <dt>Deliveries</dt><dd>{{#counts}}{{ok}} ok, {{dead}} dead, {{waiting}} waiting of {{total}}{{/counts}}</dd>
+        </dl>
+        <section aria-labelledby="payload-heading">
+        <h2 id="payload-heading">Payload <small>({{payloadBytes}} bytes{{#payloadClipped}}, first part shown{{/payloadClipped}})</small></h2>
+        <pre class="body" id="payload">{{payload}}</pre>
+        </section>
+        <section aria-labelledby="deliveries-heading">
+        <h2 id="deliveries-heading">Deliveries</h2>
+        {{#canResendAll}}<form method="post" action="/messages/{{messageID}}/resend">{{> csrf}}
+        <p><button type="submit">Re-send to all</button> <small class="hint">One new delivery per enabled endpoint it went to, with the same webhook-id.</small></p></form>{{/canResendAll}}
+        {{#hasDeliveries}}<div class="wrap"><table id="deliveries">
+        <thead><tr><th scope="col">Job</th><th scope="col">Endpoint</th><th scope="col">URL</th><th scope="col">State</th>
+        <th scope="col">Attempt</th><th scope="col">Last status</th><th scope="col">Last error</th><th scope="col">Re-send of</th>
+        {{#canResendAll}}<th scope="col">Action</th>{{/canResendAll}}</tr></thead>
+        <tbody>
+        {{#deliveries}}<tr data-job="{{jobID}}">
+        <th scope="row"><a href="/jobs/{{jobID}}">{{jobID}}</a></th>
+        <td>{{#endpointID}}<a href="/endpoints/{{endpointID}}">{{endpointID}}</a>{{/endpointID}}</td>
+        <td class="url">{{#endpointURL}}{{endpointURL}}{{/endpointURL}}{{^endpointURL}}<span class="hint">endpoint deleted</span>{{/endpointURL}}</td>
+        <td><span class="state {{state}}">{{state}}</span></td><td class="n">{{attempt}}/{{maxAttempts}}</td>
+        <td class="n">{{lastStatus}}</td><td class="error">{{lastError}}</td>
+        <td>{{#resentFrom}}<a href="/jobs/{{resentFrom}}">job {{resentFrom}}</a>{{/resentFrom}}</td>
+        {{#canResendAll}}<td>{{#resendEndpoint}}<form method="post" action="/messages/{{messageID}}/resend">{{> csrf}}
+        <input type="hidden" name="endpoint" value="{{resendEndpoint}}"><button type="submit">Re-send</button></form>{{/resendEndpoint}}</td>{{/canResendAll}}
+        </tr>{{/deliveries}}
+        </tbody></table></div>{{/hasDeliveries}}
+        {{^hasDeliveries}}<p>No delivery: it matched no endpoint when published.</p>{{/hasDeliveries}}
+        </section>
         """
 
     static let message = """

@@ -29,7 +29,7 @@ final class WebApp: Sendable {
 
     /// The console's areas in the order of the navigation bar; a new area goes here.
     static let areas: [any ConsoleArea.Type] = [
-        QueuesArea.self, JobsArea.self, DeadLettersArea.self, DestinationsArea.self,
+        QueuesArea.self, JobsArea.self, DeadLettersArea.self, DestinationsArea.self, EndpointsArea.self, MessagesArea.self,
     ]
 
     init(configuration: WebConfiguration, logger: Logger) throws {
