@@ -192,7 +192,7 @@ public struct WebhookStore {
                 .rows.map(Self.decodeResent)
             if written.isEmpty {
                 throw WebhookError(
-                    "message \(messageID) has no delivery to an enabled endpoint to re-send; name one with --endpoint")
+                    "message \(messageID) has no delivery to an enabled endpoint to re-send; name an endpoint of its tenant")
             }
             try alongside(written, connection)
             return written
