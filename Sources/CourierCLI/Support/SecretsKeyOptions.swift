@@ -26,7 +26,9 @@ struct SecretsKeyOptions: ParsableArguments {
         do {
             return try SecretsKey.load(path: path)
         } catch {
-            throw CLIError.usage("\(source): \(error)")
+            // Not `--secrets-key-file: ...`: error lines are redacted, and that reads as a
+            // secret header (`Name-With-Secret: value`), which left the operator `***` alone.
+            throw CLIError.usage("\(error) (from \(source))")
         }
     }
 
