@@ -295,7 +295,7 @@ let package = Package(
             name: "CourierCLITests",
             dependencies: [
                 "CourierCLI", "CourierCLISupport", "CourierBench", "CourierCore", "CourierMetrics", "Postgres",
-                "CourierTesting",
+                "CourierTesting", "CourierSecrets", "CourierSink", "RetryClient",
             ],
             swiftSettings: strict
         ),

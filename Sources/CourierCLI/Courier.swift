@@ -22,12 +22,14 @@ public struct Courier: AsyncParsableCommand {
               courier dead requeue --all --queue billing
               courier stats --watch
               courier web --password-file /etc/courier/web.password
+              courier publish --type invoice.paid --tenant acme --data '{"id":"in_42"}'
             """,
         version: CourierVersion.text,
         subcommands: [
             MigrateCommand.self, EnqueueCommand.self, WorkerCommand.self, JobsCommand.self, DeadCommand.self,
-            QueuesCommand.self, DestinationsCommand.self, StatsCommand.self, PurgeCommand.self, DemoCommand.self,
-            BenchCommand.self, WebCommand.self,
+            QueuesCommand.self, DestinationsCommand.self, EndpointsCommand.self, PublishCommand.self,
+            MessagesCommand.self, StatsCommand.self, PurgeCommand.self, DemoCommand.self, BenchCommand.self,
+            WebCommand.self,
         ]
     )
 

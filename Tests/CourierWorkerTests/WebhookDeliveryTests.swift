@@ -174,8 +174,8 @@ final class WebhookDeliveryTests: XCTestCase {
         let cases: [([String], [String: String], String)] = [
             ([], [:], "COURIER_SECRETS_KEY_FILE"),
             (["--secrets-key-file", wrongFile], [:], "not the key the secrets were sealed with"),
-            ([], ["COURIER_SECRETS_KEY_FILE": directory.appendingPathComponent("missing").path], "(No such file or directory), set by COURIER_SECRETS_KEY_FILE"),
-            (["--secrets-key-file", shortFile], [:], "must hold 32 bytes in base64, got 5 (make one with: openssl rand -base64 32), set by --secrets-key-file"),
+            ([], ["COURIER_SECRETS_KEY_FILE": directory.appendingPathComponent("missing").path], "(No such file or directory) (from COURIER_SECRETS_KEY_FILE)"),
+            (["--secrets-key-file", shortFile], [:], "must hold 32 bytes in base64, got 5 (make one with: openssl rand -base64 32) (from --secrets-key-file)"),
         ]
         for (arguments, environment, fragment) in cases {
             let result = try CourierRunner.run(

@@ -54,3 +54,24 @@ func parseIDs(_ texts: [String]) throws -> [Int64] {
 }
 
 extension JobState: ExpressibleByArgument {}
+
+/// Parses one `--header 'Name: value'` (the value may be empty; the name may not). The text is
+/// not echoed in the error: without its colon a header's value cannot be told from its name,
+/// and the value may be a credential.
+func parseHeader(_ header: String, flag: String = "--header") throws -> (String, String) {
+    guard let colon = header.firstIndex(of: ":") else {
+        throw CLIError.usage("\(flag): expected 'Name: value', got \(header.count) characters without a colon")
+    }
+    let name = header[..<colon].trimmingCharacters(in: .whitespaces)
+    let value = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+    guard !name.isEmpty else { throw CLIError.usage("\(flag): expected 'Name: value', the name is empty") }
+    return (name, value)
+}
+
+/// Parses the id of a named thing (`endpoint`, `message`): a positive integer.
+func parseID(_ text: String, of what: String) throws -> Int64 {
+    guard let id = Int64(text), id > 0 else {
+        throw CLIError.usage("\(Redaction.text(text).debugDescription) is not \(what) id (a positive integer)")
+    }
+    return id
+}

@@ -49,6 +49,10 @@ public enum CourierMain {
         } catch let error as PostgresError where Self.isInvalidInput(error) {
             printError("error: \(CLIError.describe(error))")
             return CourierExitCode.usage.rawValue
+        } catch let error as WebhookError {
+            // Something named does not exist (3), or the request cannot be carried out (1).
+            printError("error: \(error.message)")
+            return (error.notFound ? CourierExitCode.notFound : CourierExitCode.failure).rawValue
         } catch let error as ValidationError {
             printError("error: \(error.message)")
             return CourierExitCode.usage.rawValue

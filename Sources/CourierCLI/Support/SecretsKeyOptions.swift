@@ -26,8 +26,9 @@ struct SecretsKeyOptions: ParsableArguments {
         do {
             return try SecretsKey.load(path: path)
         } catch {
-            // Not "SOURCE: ...": the one-line error printer hides the value after a secret-looking name.
-            throw CLIError.usage("\(error), set by \(source)")
+            // Not `--secrets-key-file: ...`: error lines are redacted, and that reads as a
+            // secret header (`Name-With-Secret: value`), which left the operator `***` alone.
+            throw CLIError.usage("\(error) (from \(source))")
         }
     }
 
