@@ -141,7 +141,7 @@ extension BenchRunner {
     }
 
     /// A drain of `jobs` fan-out deliveries (10 endpoints at the sink, each delivery signed)
-    /// beside drains of as many plain jobs, alternating plain, webhooks, plain, webhooks; the
+    /// beside drains of as many plain jobs, alternating plain, webhooks, three rounds; the
     /// medians of each.
     private func webhookDrain(key: SecretsKey, keyFile: String, jobs: Int) throws -> BenchResult {
         let tenant = "bench-drain"
@@ -150,11 +150,12 @@ extension BenchRunner {
         let messages = max(1, jobs / endpointCount)
         let deliveries = messages * endpointCount
         let workerFlags = ["--secrets-key-file", keyFile]
+        let rounds = 3
         try endpoints(tenant: tenant, count: endpointCount, queue: queue, key: key)
         var plain: [BenchResult] = []
         var fanned: [BenchResult] = []
-        for round in 1...2 {
-            say("webhooks: drain round \(round) of 2: \(Output.count(deliveries)) plain jobs, then as many fan-out deliveries...")
+        for round in 1...rounds {
+            say("webhooks: drain round \(round) of \(rounds): \(Output.count(deliveries)) plain jobs, then as many fan-out deliveries...")
             let (plainResult, _) = try drainLike(
                 name: "drain-plain", queue: "bench-webhooks-plain", jobs: deliveries, path: "/hook", retrySchedule: nil,
                 extraWorker: workerFlags)
@@ -192,14 +193,16 @@ extension BenchRunner {
             results.sorted { $0.rate < $1.rate }[results.count / 2]
         }
         var result = median(fanned)
-        let plainRate = median(plain).rate
+        let plainMedian = median(plain)
+        let plainRate = plainMedian.rate
         let ratio = result.rate / plainRate
         result.detail = String(
-            format: "%d endpoints, signed; plain jobs beside it: %@ jobs/s (%.0f%%); rounds: webhooks %@, plain %@",
-            endpointCount, Output.count(Int(plainRate)), ratio * 100,
+            format: "%d endpoints, signed; plain jobs beside it: %@ jobs/s (%.0f%%), worker CPU %.3f s/1K; rounds: webhooks %@, plain %@",
+            endpointCount, Output.count(Int(plainRate)), ratio * 100, plainMedian.cpuPerThousand ?? 0,
             fanned.map { Output.count(Int($0.rate)) }.joined(separator: ", "),
             plain.map { Output.count(Int($0.rate)) }.joined(separator: ", "))
         result.extra["plain_jobs_per_second"] = plainRate.rounded()
+        result.extra["plain_worker_cpu_seconds_per_1000_jobs"] = Output.orNull(plainMedian.cpuPerThousand)
         result.extra["webhooks_vs_plain"] = (ratio * 1000).rounded() / 1000
         return result
     }
