@@ -697,19 +697,28 @@ BEGIN
             USING ERRCODE = '22023';
     END IF;
     keys := courier.event_type_keys(publish.event_type);
-    -- Endpoints are matched twice (count, then fan-out), each a probe of endpoints_tenant_idx and
-    -- one array overlap per endpoint of the tenant: cheaper than a CTE that writes the message and
-    -- the jobs in one statement, and it leaves a repeated idempotency key with nothing to undo.
-    SELECT count(*) INTO matched FROM courier.endpoints e
-    WHERE coalesce(e.tenant, '') = coalesce(publish.tenant, '') AND e.disabled_at IS NULL
-      AND e.event_types && keys AND (e.payload_filter IS NULL OR publish.payload @> e.payload_filter);
     IF publish.idempotency_key IS NULL THEN
-        INSERT INTO courier.messages AS m (event_type, tenant, payload, endpoints, created_at)
-        VALUES (publish.event_type, publish.tenant, publish.payload, matched, published_at)
-        RETURNING m.id INTO published;
+        -- The usual case: the deliveries first, under the message id taken ahead, then the
+        -- message with their count. Endpoints are matched once: a probe of endpoints_tenant_idx
+        -- and one array overlap per endpoint of the tenant.
+        published := nextval('courier.messages_id_seq');
+        INSERT INTO courier.jobs (queue, method, url, headers, body, max_attempts, run_at, message_id, endpoint_id)
+        SELECT e.queue, 'POST', e.url, courier.message_headers(published, e.headers), body, coalesce(q.max_attempts, 10),
+               CASE WHEN e.rate_limit IS NULL THEN now() ELSE courier.endpoint_slot(e.id, e.rate_limit) END,
+               published, e.id
+        FROM courier.endpoints e
+        LEFT JOIN courier.queues q ON q.name = e.queue
+        WHERE coalesce(e.tenant, '') = coalesce(publish.tenant, '') AND e.disabled_at IS NULL
+          AND e.event_types && keys AND (e.payload_filter IS NULL OR publish.payload @> e.payload_filter);
+        GET DIAGNOSTICS matched = ROW_COUNT;
+        INSERT INTO courier.messages (id, event_type, tenant, payload, endpoints, created_at) OVERRIDING SYSTEM VALUE
+        VALUES (published, publish.event_type, publish.tenant, publish.payload, matched, published_at);
     ELSE
-        -- A concurrent publish of the same key waits here for the first one's commit, then gets
-        -- its message.
+        -- With a key the message comes first: a repeated key (or a concurrent publish of it,
+        -- which waits here for the first one's commit) must find nothing written to undo.
+        SELECT count(*) INTO matched FROM courier.endpoints e
+        WHERE coalesce(e.tenant, '') = coalesce(publish.tenant, '') AND e.disabled_at IS NULL
+          AND e.event_types && keys AND (e.payload_filter IS NULL OR publish.payload @> e.payload_filter);
         INSERT INTO courier.messages AS m (event_type, tenant, payload, idempotency_key, endpoints, created_at)
         VALUES (publish.event_type, publish.tenant, publish.payload, publish.idempotency_key, matched, published_at)
         ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -719,19 +728,18 @@ BEGIN
             WHERE m.tenant IS NOT DISTINCT FROM publish.tenant AND m.idempotency_key = publish.idempotency_key;
             RETURN published;
         END IF;
+        INSERT INTO courier.jobs (queue, method, url, headers, body, max_attempts, run_at, message_id, endpoint_id)
+        SELECT e.queue, 'POST', e.url, courier.message_headers(published, e.headers), body, coalesce(q.max_attempts, 10),
+               CASE WHEN e.rate_limit IS NULL THEN now() ELSE courier.endpoint_slot(e.id, e.rate_limit) END,
+               published, e.id
+        FROM courier.endpoints e
+        LEFT JOIN courier.queues q ON q.name = e.queue
+        WHERE coalesce(e.tenant, '') = coalesce(publish.tenant, '') AND e.disabled_at IS NULL
+          AND e.event_types && keys AND (e.payload_filter IS NULL OR publish.payload @> e.payload_filter);
     END IF;
     IF matched = 0 THEN
         RAISE NOTICE 'courier.publish: message % (%) matched no endpoint; it is kept', published, publish.event_type;
-        RETURN published;
     END IF;
-    INSERT INTO courier.jobs (queue, method, url, headers, body, max_attempts, run_at, message_id, endpoint_id)
-    SELECT e.queue, 'POST', e.url, courier.message_headers(published, e.headers), body, coalesce(q.max_attempts, 10),
-           CASE WHEN e.rate_limit IS NULL THEN now() ELSE courier.endpoint_slot(e.id, e.rate_limit) END,
-           published, e.id
-    FROM courier.endpoints e
-    LEFT JOIN courier.queues q ON q.name = e.queue
-    WHERE coalesce(e.tenant, '') = coalesce(publish.tenant, '') AND e.disabled_at IS NULL
-      AND e.event_types && keys AND (e.payload_filter IS NULL OR publish.payload @> e.payload_filter);
     RETURN published;
 END;
 $$;

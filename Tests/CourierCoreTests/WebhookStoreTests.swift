@@ -122,6 +122,30 @@ final class WebhookStoreTests: XCTestCase {
         XCTAssertNotEqual(elsewhere.messageID, first.messageID)
     }
 
+    func testAConcurrentPublishOfTheSameKeyWaitsAndReturnsTheFirstMessage() throws {
+        try add(["*"])
+        let url = try TestDatabase.shared(label: "webhooks")
+        let other = try PostgresConnection(url)
+        defer { other.close() }
+        try connection.simpleQuery("BEGIN")
+        let first = try store.publish(eventType: "order.paid", payload: "{}", tenant: tenant, idempotencyKey: "race")
+        let tenant = self.tenant
+        let second = UncheckedResult()
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            second.value = Result { try WebhookStore(connection: other).publish(
+                eventType: "order.paid", payload: "{}", tenant: tenant, idempotencyKey: "race") }
+            done.signal()
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 0.5), .timedOut, "the second publish waits for the first's commit")
+        try connection.simpleQuery("COMMIT")
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        let again = try XCTUnwrap(try second.value?.get())
+        XCTAssertEqual(again.messageID, first.messageID)
+        XCTAssertTrue(again.duplicate)
+        XCTAssertEqual(try deliveries(first.messageID).count, 1, "one fan-out")
+    }
+
     func testAMessageThatMatchesNoEndpointIsKept() throws {
         let result = try store.publish(eventType: "nobody.listens", payload: "{}", tenant: tenant)
         XCTAssertEqual(result.endpoints, 0)
@@ -389,4 +413,9 @@ final class WebhookStoreTests: XCTestCase {
         XCTAssertNil(try store.message(old.messageID))
         XCTAssertNotNil(try store.message(oldWithJob.messageID), "its delivery still exists")
     }
+}
+
+/// A result handed from a thread to the test.
+private final class UncheckedResult: @unchecked Sendable {
+    var value: Result<PublishResult, any Error>?
 }
