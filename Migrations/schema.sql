@@ -699,20 +699,8 @@ BEGIN
     keys := courier.event_type_keys(publish.event_type);
     IF publish.idempotency_key IS NULL THEN
         -- The usual case: the deliveries first, under the message id taken ahead, then the
-        -- message with their count. Endpoints are matched once: a probe of endpoints_tenant_idx
-        -- and one array overlap per endpoint of the tenant.
+        -- message with their count, so endpoints are matched once.
         published := nextval('courier.messages_id_seq');
-        INSERT INTO courier.jobs (queue, method, url, headers, body, max_attempts, run_at, message_id, endpoint_id)
-        SELECT e.queue, 'POST', e.url, courier.message_headers(published, e.headers), body, coalesce(q.max_attempts, 10),
-               CASE WHEN e.rate_limit IS NULL THEN now() ELSE courier.endpoint_slot(e.id, e.rate_limit) END,
-               published, e.id
-        FROM courier.endpoints e
-        LEFT JOIN courier.queues q ON q.name = e.queue
-        WHERE coalesce(e.tenant, '') = coalesce(publish.tenant, '') AND e.disabled_at IS NULL
-          AND e.event_types && keys AND (e.payload_filter IS NULL OR publish.payload @> e.payload_filter);
-        GET DIAGNOSTICS matched = ROW_COUNT;
-        INSERT INTO courier.messages (id, event_type, tenant, payload, endpoints, created_at) OVERRIDING SYSTEM VALUE
-        VALUES (published, publish.event_type, publish.tenant, publish.payload, matched, published_at);
     ELSE
         -- With a key the message comes first: a repeated key (or a concurrent publish of it,
         -- which waits here for the first one's commit) must find nothing written to undo.
@@ -728,14 +716,21 @@ BEGIN
             WHERE m.tenant IS NOT DISTINCT FROM publish.tenant AND m.idempotency_key = publish.idempotency_key;
             RETURN published;
         END IF;
-        INSERT INTO courier.jobs (queue, method, url, headers, body, max_attempts, run_at, message_id, endpoint_id)
-        SELECT e.queue, 'POST', e.url, courier.message_headers(published, e.headers), body, coalesce(q.max_attempts, 10),
-               CASE WHEN e.rate_limit IS NULL THEN now() ELSE courier.endpoint_slot(e.id, e.rate_limit) END,
-               published, e.id
-        FROM courier.endpoints e
-        LEFT JOIN courier.queues q ON q.name = e.queue
-        WHERE coalesce(e.tenant, '') = coalesce(publish.tenant, '') AND e.disabled_at IS NULL
-          AND e.event_types && keys AND (e.payload_filter IS NULL OR publish.payload @> e.payload_filter);
+    END IF;
+    -- One delivery per matching endpoint: a probe of endpoints_tenant_idx and one array overlap
+    -- per endpoint of the tenant.
+    INSERT INTO courier.jobs (queue, method, url, headers, body, max_attempts, run_at, message_id, endpoint_id)
+    SELECT e.queue, 'POST', e.url, courier.message_headers(published, e.headers), body, coalesce(q.max_attempts, 10),
+           CASE WHEN e.rate_limit IS NULL THEN now() ELSE courier.endpoint_slot(e.id, e.rate_limit) END,
+           published, e.id
+    FROM courier.endpoints e
+    LEFT JOIN courier.queues q ON q.name = e.queue
+    WHERE coalesce(e.tenant, '') = coalesce(publish.tenant, '') AND e.disabled_at IS NULL
+      AND e.event_types && keys AND (e.payload_filter IS NULL OR publish.payload @> e.payload_filter);
+    IF publish.idempotency_key IS NULL THEN
+        GET DIAGNOSTICS matched = ROW_COUNT;
+        INSERT INTO courier.messages (id, event_type, tenant, payload, endpoints, created_at) OVERRIDING SYSTEM VALUE
+        VALUES (published, publish.event_type, publish.tenant, publish.payload, matched, published_at);
     END IF;
     IF matched = 0 THEN
         RAISE NOTICE 'courier.publish: message % (%) matched no endpoint; it is kept', published, publish.event_type;

@@ -67,6 +67,15 @@ public enum WebhookStatements {
                r.total, r.succeeded, r.dead, r.waiting, r.last_state::text, r.last_status, r.last_success
         FROM courier.endpoints e
         CROSS JOIN LATERAL (
+        """ + deliveryCounts + """
+            FROM (SELECT j.id, j.state, j.last_status, j.finished_at FROM courier.jobs j
+                  WHERE j.endpoint_id = e.id ORDER BY j.id DESC LIMIT 100) d
+        ) r
+        """
+
+    /// Deliveries `d` (id, state, last_status, finished_at) counted by state, with the newest
+    /// one's state and status and the last success: an endpoint's recent health and a message's.
+    static let deliveryCounts = """
             SELECT count(*)::int AS total,
                    count(*) FILTER (WHERE d.state = 'succeeded')::int AS succeeded,
                    count(*) FILTER (WHERE d.state = 'dead')::int AS dead,
@@ -74,9 +83,6 @@ public enum WebhookStatements {
                    (array_agg(d.state ORDER BY d.id DESC))[1] AS last_state,
                    (array_agg(d.last_status ORDER BY d.id DESC))[1] AS last_status,
                    max(d.finished_at) FILTER (WHERE d.state = 'succeeded') AS last_success
-            FROM (SELECT j.id, j.state, j.last_status, j.finished_at FROM courier.jobs j
-                  WHERE j.endpoint_id = e.id ORDER BY j.id DESC LIMIT 100) d
-        ) r
         """
 
     /// Endpoints, of tenant `$1` when given, newest first, at most `$2`; each with its last
@@ -139,14 +145,21 @@ public enum WebhookStatements {
 
     /// Endpoint `$1`'s newest `$2` deliveries, newest first: a backward walk of
     /// `jobs_endpoint_idx (endpoint_id, id)` that stops after `$2` rows, however long its history.
-    public static let endpointDeliveries = Statement<(endpointID: Int64, limit: Int)>("""
-        SELECT j.id, j.message_id, j.resent_from, j.state::text, j.attempt, j.max_attempts, j.last_status,
-               j.last_error, j.run_at, j.finished_at, j.created_at
-        FROM courier.jobs j
+    public static let endpointDeliveries = Statement<(endpointID: Int64, limit: Int)>(deliveryColumns + """
+
         WHERE j.endpoint_id = $1
         ORDER BY j.id DESC
         LIMIT $2
         """) { [$0.endpointID, $0.limit] }
+
+    /// What `endpointDeliveries` and `messageDeliveries` return for each delivery, in
+    /// `WebhookStore.decodeDelivery`'s order: the job and the endpoint's URL now (NULL once deleted).
+    static let deliveryColumns = """
+        SELECT j.id, j.message_id, j.endpoint_id, e.url, j.resent_from, j.state::text, j.attempt, j.max_attempts,
+               j.last_status, j.last_error, j.run_at, j.finished_at, j.created_at
+        FROM courier.jobs j
+        LEFT JOIN courier.endpoints e ON e.id = j.endpoint_id
+        """
 
     /// Cancels endpoint `$1`'s waiting deliveries (before it is deleted): they would go to a
     /// receiver nobody registers any more. Running ones finish. Returns how many.
@@ -178,17 +191,12 @@ public enum WebhookStatements {
     /// The columns of a message with its deliveries counted by state.
     static let messageColumns = """
         SELECT m.id, m.event_type, m.tenant, m.idempotency_key, m.endpoints, m.created_at,
-               d.total, d.succeeded, d.dead, d.waiting, d.last_state::text, d.last_status
+               c.total, c.succeeded, c.dead, c.waiting, c.last_state::text, c.last_status
         FROM courier.messages m
         CROSS JOIN LATERAL (
-            SELECT count(*)::int AS total,
-                   count(*) FILTER (WHERE j.state = 'succeeded')::int AS succeeded,
-                   count(*) FILTER (WHERE j.state = 'dead')::int AS dead,
-                   count(*) FILTER (WHERE j.state IN ('pending', 'retrying', 'running'))::int AS waiting,
-                   (array_agg(j.state ORDER BY j.id DESC))[1] AS last_state,
-                   (array_agg(j.last_status ORDER BY j.id DESC))[1] AS last_status
-            FROM courier.jobs j WHERE j.message_id = m.id
-        ) d
+        """ + deliveryCounts + """
+            FROM courier.jobs d WHERE d.message_id = m.id
+        ) c
         """
 
     /// What `listMessages` filters on.
@@ -228,11 +236,8 @@ public enum WebhookStatements {
         """) { [$0] }
 
     /// Message `$1`'s deliveries, oldest first, with each endpoint's URL (NULL once deleted).
-    public static let messageDeliveries = Statement<Int64>("""
-        SELECT j.id, j.endpoint_id, e.url, j.resent_from, j.state::text, j.attempt, j.max_attempts, j.last_status,
-               j.last_error, j.run_at, j.finished_at
-        FROM courier.jobs j
-        LEFT JOIN courier.endpoints e ON e.id = j.endpoint_id
+    public static let messageDeliveries = Statement<Int64>(deliveryColumns + """
+
         WHERE j.message_id = $1
         ORDER BY j.id
         """) { [$0] }

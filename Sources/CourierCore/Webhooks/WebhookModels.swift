@@ -172,38 +172,17 @@ public struct MessageInfo: Sendable, Equatable {
     public var webhookID: String { "msg_\(id)" }
 }
 
-/// One delivery of a message to an endpoint.
-public struct MessageDelivery: Sendable, Equatable {
-    /// The job.
-    public var jobID: Int64
-    /// The endpoint (it may have been deleted since).
-    public var endpointID: Int64?
-    /// The endpoint's URL now, nil when it was deleted.
-    public var endpointURL: String?
-    /// The delivery this one re-sends.
-    public var resentFrom: Int64?
-    /// State.
-    public var state: JobState
-    /// Attempts started.
-    public var attempt: Int
-    /// Attempts allowed.
-    public var maxAttempts: Int
-    /// Last HTTP status.
-    public var lastStatus: Int?
-    /// Last error.
-    public var lastError: String?
-    /// Next attempt not before.
-    public var runAt: Date
-    /// When it finished.
-    public var finishedAt: Date?
-}
-
-/// One delivery to an endpoint, as its page lists them.
-public struct EndpointDelivery: Sendable, Equatable {
+/// One delivery of a message to an endpoint: a row of a message's page (oldest first) and of
+/// an endpoint's (newest first).
+public struct WebhookDelivery: Sendable, Equatable {
     /// The job.
     public var jobID: Int64
     /// Its message (nil only for a row written around the API).
     public var messageID: Int64?
+    /// The endpoint (it may have been deleted since).
+    public var endpointID: Int64?
+    /// The endpoint's URL now, nil when it was deleted.
+    public var endpointURL: String?
     /// The delivery this one re-sends.
     public var resentFrom: Int64?
     /// State.
@@ -231,7 +210,7 @@ public struct MessageDetail: Sendable, Equatable {
     /// The payload as JSON text.
     public var payloadJSON: String
     /// Every delivery, oldest first.
-    public var deliveries: [MessageDelivery]
+    public var deliveries: [WebhookDelivery]
 }
 
 /// What `courier.publish` returned.

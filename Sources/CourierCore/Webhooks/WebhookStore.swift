@@ -66,14 +66,8 @@ public struct WebhookStore {
 
     /// Endpoint `id`'s newest `limit` deliveries, newest first (re-sends included); empty for
     /// an endpoint without any, or an unknown one.
-    public func endpointDeliveries(_ id: Int64, limit: Int = 20) throws -> [EndpointDelivery] {
-        try connection.run(WebhookStatements.endpointDeliveries, (endpointID: id, limit: limit)).rows.map { row in
-            EndpointDelivery(
-                jobID: try row.decode(0), messageID: try row.decode(1), resentFrom: try row.decode(2),
-                state: try Self.state(row.decode(3)), attempt: try row.decode(4), maxAttempts: try row.decode(5),
-                lastStatus: try row.decode(6), lastError: try row.decode(7), runAt: try row.decode(8),
-                finishedAt: try row.decode(9), createdAt: try row.decode(10))
-        }
+    public func endpointDeliveries(_ id: Int64, limit: Int = 20) throws -> [WebhookDelivery] {
+        try connection.run(WebhookStatements.endpointDeliveries, (endpointID: id, limit: limit)).rows.map(Self.decodeDelivery)
     }
 
     /// Deletes an endpoint and cancels its waiting deliveries, in one transaction. Returns how
@@ -148,13 +142,7 @@ public struct WebhookStore {
     public func message(_ id: Int64) throws -> MessageDetail? {
         guard let row = try connection.run(WebhookStatements.message, id).rows.first else { return nil }
         let (message, payload) = try Self.decodeMessage(row, payload: true)
-        let deliveries = try connection.run(WebhookStatements.messageDeliveries, id).rows.map { row in
-            MessageDelivery(
-                jobID: try row.decode(0), endpointID: try row.decode(1), endpointURL: try row.decode(2),
-                resentFrom: try row.decode(3), state: try Self.state(row.decode(4)), attempt: try row.decode(5),
-                maxAttempts: try row.decode(6), lastStatus: try row.decode(7), lastError: try row.decode(8),
-                runAt: try row.decode(9), finishedAt: try row.decode(10))
-        }
+        let deliveries = try connection.run(WebhookStatements.messageDeliveries, id).rows.map(Self.decodeDelivery)
         return MessageDetail(message: message, payloadJSON: payload ?? "null", deliveries: deliveries)
     }
 
@@ -261,6 +249,15 @@ public struct WebhookStore {
                 waiting: try row.decode(9 + shift), lastState: try row.decode(10 + shift, as: String?.self).map(state),
                 lastStatus: try row.decode(11 + shift)))
         return (message, payload ? try row.decode(6) : nil)
+    }
+
+    static func decodeDelivery(_ row: PostgresRow) throws -> WebhookDelivery {
+        WebhookDelivery(
+            jobID: try row.decode(0), messageID: try row.decode(1), endpointID: try row.decode(2),
+            endpointURL: try row.decode(3), resentFrom: try row.decode(4), state: try state(row.decode(5)),
+            attempt: try row.decode(6), maxAttempts: try row.decode(7), lastStatus: try row.decode(8),
+            lastError: try row.decode(9), runAt: try row.decode(10), finishedAt: try row.decode(11),
+            createdAt: try row.decode(12))
     }
 
     static func decodeResent(_ row: PostgresRow) throws -> ResentDelivery {

@@ -120,7 +120,7 @@ struct EndpointView {
     }
 
     init(
-        _ e: EndpointInfo, deliveries: [EndpointDelivery], deliveriesShown: Int, actions: Bool, canSeal: Bool,
+        _ e: EndpointInfo, deliveries: [WebhookDelivery], deliveriesShown: Int, actions: Bool, canSeal: Bool,
         grace: Duration
     ) {
         id = String(e.id)

@@ -46,7 +46,7 @@ struct EndpointsArea: ConsoleArea {
         let session = try context.requireSession()
         let id = try routeID(context)
         let shown = Self.deliveriesShown
-        let found = try await app.database.run { connection -> (EndpointInfo, [EndpointDelivery])? in
+        let found = try await app.database.run { connection -> (EndpointInfo, [WebhookDelivery])? in
             let store = WebhookStore(connection: connection)
             guard let endpoint = try store.endpoint(id) else { return nil }
             return (endpoint, try store.endpointDeliveries(id, limit: shown))
