@@ -106,7 +106,10 @@ BEGIN
     END IF;
     RETURN coalesce(
         courier.tenant_problem(tenant),
-        courier.request_problem(url, 'POST', headers, 0),
+        -- With the two headers every delivery adds, so a delivery's request is always one the
+        -- jobs' checks accept (see courier.jobs_check_inserted below).
+        courier.request_problem(url, 'POST',
+            headers || '{"webhook-id": "msg_9223372036854775807", "Content-Type": "application/json"}', 0),
         CASE WHEN description IS NULL OR octet_length(description) > 1024 THEN
             'description must be at most 1024 bytes' END,
         courier.event_patterns_problem(event_types),
@@ -375,6 +378,51 @@ COMMENT ON FUNCTION courier.publish(text, jsonb, text, text) IS
     'Publishes an event in the caller''s transaction and returns the message id: one courier.messages row and one job '
     'per enabled endpoint of the tenant whose event types and payload filter match. The same idempotency key for the '
     'same tenant returns the first message and fans out nothing. A message that matched no endpoint is kept (NOTICE).';
+
+-- The jobs' insert check skips webhook deliveries -----------------------------------------------
+
+-- A delivery's request is an endpoint's URL and headers, which courier.endpoint_problem checked
+-- (with the headers a delivery adds) when the endpoint was written, and a body courier.publish
+-- sized. Checking it again per publish cost about 30 us of the 270 us of PostgreSQL CPU a publish
+-- takes (measured from /proc over 5,000 calls). A hand-written row that names an endpoint is not
+-- checked here; the worker checks every request again before it sends (method, URL, port,
+-- headers) and moves a bad one to the dead letters with the reason.
+CREATE OR REPLACE FUNCTION courier.jobs_check_inserted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    problem text;
+BEGIN
+    -- MATERIALIZED keeps the planner from pushing the check below the DISTINCT, which would
+    -- call it once per row instead of once per request (measured: 2.9 s instead of 2 ms for
+    -- 50,000 rows of 10 requests).
+    WITH shapes AS MATERIALIZED (
+        SELECT DISTINCT n.url, n.method, n.headers,
+               CASE WHEN octet_length(n.body) > 1048576 THEN octet_length(n.body) ELSE 0 END AS body_size
+        FROM new_jobs n
+        WHERE n.endpoint_id IS NULL
+    )
+    SELECT p.problem INTO problem
+    FROM (SELECT courier.request_problem(s.url, s.method, s.headers, s.body_size) AS problem FROM shapes s) p
+    WHERE p.problem IS NOT NULL
+    LIMIT 1;
+    IF problem IS NULL THEN
+        -- The latest run_at per queue against that queue's window: one lookup per queue.
+        SELECT courier.run_at_problem(latest.queue, latest.run_at) INTO problem
+        FROM (SELECT n.queue, max(n.run_at) AS run_at FROM new_jobs n GROUP BY n.queue) latest
+        LEFT JOIN courier.queues q ON q.name = latest.queue
+        WHERE latest.run_at > now() + coalesce(q.max_schedule_ahead, interval '1 year')
+        LIMIT 1;
+    END IF;
+    IF problem IS NOT NULL THEN
+        RAISE EXCEPTION '%', problem USING ERRCODE = '22023';
+    END IF;
+    RETURN NULL;
+END;
+$$;
+COMMENT ON FUNCTION courier.jobs_check_inserted() IS
+    'Statement trigger: refuses an INSERT into courier.jobs (SQLSTATE 22023) when a row''s request breaks '
+    'courier.request_problem or its run_at is beyond its queue''s window; each distinct request is checked once. '
+    'Webhook deliveries (endpoint_id set) were checked with their endpoint and are not checked again.';
 
 -- What a producer reads ---------------------------------------------------------------------------
 

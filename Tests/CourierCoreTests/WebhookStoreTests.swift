@@ -169,6 +169,9 @@ final class WebhookStoreTests: XCTestCase {
             (NewEndpoint(url: "https://x.example/h", eventTypes: ["*"], tenant: tenant, queue: "no spaces"), "queue"),
             (NewEndpoint(url: "https://x.example/h", eventTypes: ["*"], tenant: tenant, rateLimit: 0), "rate_limit"),
             (NewEndpoint(url: "https://x.example/h", eventTypes: ["*"], tenant: tenant, rateLimit: .infinity), "rate_limit"),
+            // 63 headers of its own and the two every delivery adds are more than a job may carry.
+            (NewEndpoint(url: "https://x.example/h", eventTypes: ["*"], tenant: tenant,
+                         headers: (1...63).map { ("X-H\($0)", "v") }), "headers"),
         ]
         for (endpoint, field) in bad {
             XCTAssertThrowsError(try store.addEndpoint(endpoint, seal: fakeSeal), "\(endpoint)") { error in
