@@ -58,6 +58,7 @@ public final class HTTPDeliverer: Deliverer, Sendable {
     private let quickRetries: Interceptor
     private let logger: Logger
     private let tokens: OAuthTokenCache
+    private let signers = EndpointSignerCache()
 
     /// Creates a deliverer with its own HTTP client; call `shutdown()` when done.
     public convenience init(configuration: HTTPDelivererConfiguration, logger: Logger) {
@@ -139,8 +140,9 @@ public final class HTTPDeliverer: Deliverer, Sendable {
                         + "(--secrets-key-file or COURIER_SECRETS_KEY_FILE); nothing was sent")
             }
             do {
-                let secrets = try job.sealedEndpointSecrets.map { try key.open($0, endpointID: endpointID) }
-                adapters.append(try StandardWebhookSigner(secrets: secrets))
+                adapters.append(try signers.signer(endpointID: endpointID, sealed: job.sealedEndpointSecrets) {
+                    try StandardWebhookSigner(secrets: job.sealedEndpointSecrets.map { try key.open($0, endpointID: endpointID) })
+                })
             } catch let error as SecretsKeyError {
                 return .failure(.secretUnavailable, error: "\(error); nothing was sent")
             } catch {
@@ -279,3 +281,39 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         return .failure(.transport(error.kind), error: message)
     }
 }
+
+/// Signers of webhook endpoints, by endpoint and sealed secrets: a delivery to an endpoint whose
+/// secrets have not changed reuses the signer, so the secrets are opened (AES-GCM) and decoded
+/// once, not at every delivery. A rotation changes the sealed values and so makes a new entry.
+final class EndpointSignerCache: @unchecked Sendable {
+    private struct Key: Hashable {
+        var endpointID: Int64
+        var sealed: [[UInt8]]
+    }
+
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var signers: [Key: StandardWebhookSigner] = [:]
+    /// Entries kept at most; past it the cache starts again (secrets change rarely, endpoints
+    /// are many).
+    private let capacity: Int
+
+    init(capacity: Int = 10_000) {
+        self.capacity = capacity
+    }
+
+    /// The signer for these sealed secrets of `endpointID`, made by `make` on first use.
+    func signer(endpointID: Int64, sealed: [[UInt8]], make: () throws -> StandardWebhookSigner) throws
+        -> StandardWebhookSigner
+    {
+        let key = Key(endpointID: endpointID, sealed: sealed)
+        if let known = lock.withLock({ signers[key] }) { return known }
+        let signer = try make()
+        lock.withLock {
+            if signers.count >= capacity { signers.removeAll(keepingCapacity: true) }
+            signers[key] = signer
+        }
+        return signer
+    }
+}
+
