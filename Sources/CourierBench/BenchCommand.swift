@@ -22,9 +22,10 @@ package struct BenchCommand: ParsableCommand {
         discussion: """
             Starts a throwaway PostgreSQL cluster (durable settings: fsync and
             synchronous_commit on) unless --database-url is given, and a fast HTTP
-            sink on 127.0.0.1 unless --sink-url is given. The worker is a real
-            `courier worker` child process; its CPU time and peak RSS are read from
-            /proc. Scenarios:
+            sink on 127.0.0.1 unless --sink-url is given (used as given; fanout,
+            failing-host, flaky, saturated and inflight need the built-in sink and
+            are skipped). The worker is a real `courier worker` child process; its
+            CPU time and peak RSS are read from /proc. Scenarios:
 
               drain     bulk-enqueue --jobs jobs to one host, then time the worker
                         (its default settings) until all succeeded; prints claims
@@ -77,7 +78,7 @@ package struct BenchCommand: ParsableCommand {
 
     @Option(name: .customLong("database-url"), help: "Benchmark this database instead of a throwaway cluster (it gets bench-* queues).")
     package var databaseURL: String?
-    @Option(name: .customLong("sink-url"), help: "Send to this HTTP endpoint instead of the built-in sink (flaky and inflight need the built-in sink).")
+    @Option(name: .customLong("sink-url"), help: "Send every request to this URL, as given, instead of the built-in sink.")
     package var sinkURL: String?
     @Option(help: "Comma-separated scenarios (default drain,drain-limit200,fanout,failing-host,latency,flaky,ceilings,inflight).")
     package var scenarios: String = "drain,drain-limit200,fanout,failing-host,latency,flaky,ceilings,inflight"
@@ -155,7 +156,9 @@ package struct BenchCommand: ParsableCommand {
             switch name {
             case "drain": results.append(try runner.drain(jobs: jobs))
             case "drain-limit200": results.append(try runner.drain(jobs: jobs, perHostLimit: 200))
-            case "fanout": results.append(try runner.fanout(jobs: jobs, hosts: 1000))
+            case "fanout":
+                guard sinkURL == nil else { say("fanout: skipped (needs the built-in sink)"); continue }
+                results.append(try runner.fanout(jobs: jobs, hosts: 1000))
             case "failing-host":
                 guard sinkURL == nil else { say("failing-host: skipped (needs the built-in sink)"); continue }
                 results.append(try runner.failingHost(rate: rate, seconds: latencySeconds))

@@ -65,7 +65,7 @@ extension BenchRunner {
             let n = min(chunk, history - loaded)
             try connection.run(
                 BenchStatements.loadFinished,
-                .init(queue: historyQueue, url: sink.baseURL + "/hook", body: BenchRunner.payload(loaded), count: n,
+                .init(queue: historyQueue, url: sink.url("/hook"), body: BenchRunner.payload(loaded), count: n,
                       firstAgo: .seconds(span - Double(loaded) * step / 1000), step: .milliseconds(step)))
             loaded += n
             say("  \(Output.count(loaded)) loaded (\(Int(Double(loaded) / Date().timeIntervalSince(loadStarted)))/s)")
@@ -192,7 +192,7 @@ extension BenchRunner {
         let process = try startWorker(queue: queue, extra: ["--retention", "\(Int(retention * 1000))ms"])
         defer { process.stop() }
         let before = process.stats
-        let url = sink.baseURL + "/hook"
+        let url = sink.url("/hook")
         let body = BenchRunner.payload(0)
         let tick = 0.1
         let perTick = Double(rate) * tick
