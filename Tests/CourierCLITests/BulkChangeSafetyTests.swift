@@ -91,6 +91,19 @@ final class BulkChangeSafetyTests: CLITestCase {
         }
     }
 
+    /// One job is "1 dead job", not "1 dead jobs", in the dry run and the change alike.
+    func testOneJobIsSingularInBulkAndEnqueueLines() throws {
+        try insertJob(state: "dead", queue: "billing", lastError: "HTTP 503")
+        let dry = try courier("dead", "requeue", "--all", "--queue", "billing", "--dry-run")
+        XCTAssertTrue(dry.stdout.contains("Would requeue 1 dead job ("), dry.stdout)
+        let done = try courier("dead", "requeue", "--all", "--queue", "billing", "--yes")
+        XCTAssertTrue(done.stdout.contains("Requeued 1 dead job ("), done.stdout)
+        let line = Data(#"{"url":"https://example.com/one"}"#.utf8 + [0x0A])
+        let enqueued = try courier("enqueue", "--jsonl", "-", stdin: line)
+        XCTAssertEqual(enqueued.status, 0, enqueued.stderr)
+        XCTAssertTrue(enqueued.stdout.hasPrefix("Inserted 1 job in "), enqueued.stdout)
+    }
+
     func testDeadRequeueAllSaysWhatItWouldMoveAndNeedsYes() throws {
         for _ in 0..<2 { try insertJob(state: "dead", queue: "billing", lastError: "HTTP 503") }
         try insertJob(state: "dead", queue: "billing", lastError: "HTTP 410")
