@@ -80,23 +80,23 @@ package struct BenchCommand: ParsableCommand {
     package var databaseURL: String?
     @Option(name: .customLong("sink-url"), help: "Send every request to this URL, as given, instead of the built-in sink.")
     package var sinkURL: String?
-    @Option(help: "Comma-separated scenarios (default drain,drain-limit200,fanout,failing-host,latency,flaky,ceilings,inflight).")
+    @Option(help: "Comma-separated scenarios.")
     package var scenarios: String = "drain,drain-limit200,fanout,failing-host,latency,flaky,ceilings,inflight"
-    @Option(help: "Jobs in drain, flaky and each ceiling (default 50000).")
+    @Option(help: "Jobs in drain, flaky and each ceiling.")
     package var jobs: Int = 50_000
-    @Option(help: "Latency: jobs enqueued per second (default 200).")
+    @Option(help: "Latency: jobs enqueued per second.")
     package var rate: Int = 200
-    @Option(help: "Latency: how long to enqueue (default 20s).")
+    @Option(help: "Latency: how long to enqueue.")
     package var duration: String = "20s"
-    @Option(help: "Worker deliveries in flight (default 200, the worker's default).")
+    @Option(help: "Worker deliveries in flight (the worker's default).")
     package var concurrency: Int = 200
-    @Option(help: "Worker claim loops (default 1, the worker's default).")
+    @Option(help: "Worker claim loops (the worker's default).")
     package var loops: Int = 1
-    @Option(name: .customLong("batch-size"), help: "Worker claim batch (default 100, the worker's default).")
+    @Option(name: .customLong("batch-size"), help: "Worker claim batch (the worker's default).")
     package var batchSize: Int = 100
     @Option(name: .customLong("per-host-limit"), help: "Worker --per-host-limit (default: the worker's default, \(Defaults.perHostLimit)).")
     package var perHostLimit: Int?
-    @Option(help: "Give up on a scenario after this long (default 300s).")
+    @Option(help: "Give up on a scenario after this long.")
     package var timeout: String = "300s"
     @OptionGroup package var output: OutputOptions
     @OptionGroup package var scale: ScaleOptions

@@ -8,17 +8,17 @@ import CourierCLISupport
 package struct ScaleOptions: ParsableArguments {
     package init() {}
 
-    @Option(help: "Scale: finished jobs (each with an attempt row) kept as history (default 5000000).")
+    @Option(help: "Scale: finished jobs (each with an attempt row) kept as history.")
     package var history: Int = 5_000_000
-    @Option(help: "Scale: jobs due at once, drained with and without the history (default 500000).")
+    @Option(help: "Scale: jobs due at once, drained with and without the history.")
     package var due: Int = 500_000
-    @Option(name: .customLong("soak-rate"), help: "Soak: jobs enqueued per second (default 3000).")
+    @Option(name: .customLong("soak-rate"), help: "Soak: jobs enqueued per second.")
     package var soakRate: Int = 3000
-    @Option(name: .customLong("soak-duration"), help: "Soak: how long to enqueue (default 10m).")
+    @Option(name: .customLong("soak-duration"), help: "Soak: how long to enqueue.")
     package var soakDuration: String = "10m"
-    @Option(name: .customLong("soak-retention"), help: "Soak: the worker's --retention (default 1m).")
+    @Option(name: .customLong("soak-retention"), help: "Soak: the worker's --retention.")
     package var soakRetention: String = "1m"
-    @Option(name: .customLong("worker-processes"), help: "Scaleout: comma-separated worker process counts (default 1,2,4).")
+    @Option(name: .customLong("worker-processes"), help: "Scaleout: comma-separated worker process counts.")
     package var workerProcesses: String = "1,2,4"
 
     package func validate() throws {

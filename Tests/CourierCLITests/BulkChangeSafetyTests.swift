@@ -29,7 +29,7 @@ final class BulkChangeSafetyTests: CLITestCase {
         try insertJob(state: "dead", finishedAgo: 40 * 86_400)
         let refused = try courier("purge", "--state", "dead", "--older-than", "30d")
         assertFails(refused, code: 2, mentioning: "--yes")
-        XCTAssertTrue(refused.stderr.contains("delete 1 dead jobs"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("delete 1 dead job finished"), refused.stderr)
         XCTAssertTrue(refused.stderr.contains("all queues"), refused.stderr)
         XCTAssertEqual(try jobCount, 1)
 

@@ -50,9 +50,6 @@ final class HelpAndVersionTests: XCTestCase {
     func testHelpLinesAreNotRewrappedAndDefaultsAreSaidOnce() throws {
         for path in [[]] + Courier.allCommandPaths {
             let result = try run(path + ["--help"])
-            for line in result.stdout.split(separator: "\n") {
-                XCTAssertLessThanOrEqual(line.count, 80, "courier \(path.joined(separator: " ")): \(line)")
-            }
             XCTAssertNil(
                 result.stdout.range(of: #"\(default [^)]*\)\.? *\(default: "#, options: .regularExpression),
                 "courier \(path.joined(separator: " ")) says a default twice")

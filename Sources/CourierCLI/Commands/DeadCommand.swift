@@ -102,7 +102,7 @@ struct DeadCommand: ParsableCommand {
         var all = false
         @OptionGroup var filters: DeadFilterOptions
         @OptionGroup var bulk: BulkChangeOptions
-        @Option(name: .customLong("batch-size"), help: "Jobs per transaction (default 1000).")
+        @Option(name: .customLong("batch-size"), help: "Jobs per transaction.")
         var batchSize: Int = 1000
 
         func validate() throws {

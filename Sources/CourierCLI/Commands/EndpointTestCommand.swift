@@ -38,7 +38,7 @@ extension EndpointsCommand {
         var id: String
         @Flag(name: .customLong("allow-private-targets"), help: "Allow private, loopback and link-local targets.")
         var allowPrivateTargets = false
-        @Option(help: ArgumentHelp("Total time for the request (default 10s, at most 5m).", valueName: "duration"))
+        @Option(help: ArgumentHelp("Total time for the request (at most 5m).", valueName: "duration"))
         var timeout = "10s"
 
         func run() throws {

@@ -122,7 +122,7 @@ struct JobsCommand: ParsableCommand {
                 "With --all: only jobs created since: a duration ago (2h) or an ISO 8601 time.", valueName: "time"))
         var since: String?
         @OptionGroup var bulk: BulkChangeOptions
-        @Option(name: .customLong("batch-size"), help: "With --all: jobs per transaction (default 1000).")
+        @Option(name: .customLong("batch-size"), help: "With --all: jobs per transaction.")
         var batchSize: Int = 1000
 
         func validate() throws {
@@ -216,7 +216,7 @@ extension JobsOutput {
 struct LimitOption: ParsableArguments {
     // `.unconditional` so `--limit -1` reaches `validate()` and gets its own message instead of
     // "missing value" (the parser would take `-1` for a flag).
-    @Option(parsing: .unconditional, help: "At most this many rows, at least 1 (default 50).")
+    @Option(parsing: .unconditional, help: "At most this many rows, at least 1.")
     var limit: Int = 50
 
     func validate() throws {

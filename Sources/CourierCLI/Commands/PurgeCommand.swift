@@ -35,7 +35,7 @@ struct PurgeCommand: ParsableCommand {
     var olderThan: String
     @Option(help: "Only this queue.")
     var queue: String?
-    @Option(name: .customLong("batch-size"), help: "Jobs per transaction (default 5000).")
+    @Option(name: .customLong("batch-size"), help: "Jobs per transaction.")
     var batchSize: Int = 5000
 
     func validate() throws {

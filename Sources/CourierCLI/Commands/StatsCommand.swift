@@ -29,7 +29,7 @@ struct StatsCommand: ParsableCommand {
     @OptionGroup var output: OutputOptions
     @Flag(help: "Refresh in place until interrupted.")
     var watch = false
-    @Option(help: "With --watch: seconds between refreshes (default 2s).")
+    @Option(help: "With --watch: seconds between refreshes.")
     var interval: String = "2s"
 
     func run() throws {

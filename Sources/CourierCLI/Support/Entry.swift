@@ -15,7 +15,7 @@ public enum CourierMain {
     public static func main() async -> Never {
         // Line by line even into a pipe or a file: `courier demo --keep | tee` must show the
         // database URL while the demo runs, and stdout lines must not trail stderr's.
-        setvbuf(stdout, nil, _IOLBF, 0)
+        lineBufferStandardOutput()
         let code = await run(Array(CommandLine.arguments.dropFirst()))
         SignalCleanup.shared.waitIfCleaning()
         exit(code)
@@ -74,6 +74,14 @@ public enum CourierMain {
             printError("error: \(CLIError.describe(error))")
             return CourierExitCode.failure.rawValue
         }
+    }
+
+    /// Makes C's `stdout` (which `print` writes to) line-buffered. The global `stdout` cannot
+    /// be named under Swift 6's concurrency checking, so its address comes from the loader.
+    static func lineBufferStandardOutput() {
+        guard let symbol = dlsym(nil, "stdout") else { return }
+        guard let stream = symbol.assumingMemoryBound(to: UnsafeMutablePointer<FILE>?.self).pointee else { return }
+        setvbuf(stream, nil, _IOLBF, 0)
     }
 
     /// Prints help or the version and returns 0 when `error` is swift-argument-parser's way of
