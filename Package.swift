@@ -287,6 +287,7 @@ let package = Package(
             name: "CourierCLIUnitTests",
             dependencies: [
                 "CourierCLI", "CourierCLISupport", "CourierCore", "CourierMetrics", "CourierTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strict

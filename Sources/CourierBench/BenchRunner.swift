@@ -15,18 +15,34 @@ import CourierCLISupport
 /// Built-in paths: `/hook` answers 200; `/flaky` answers 503 to the first attempt of 30% of
 /// jobs (chosen by job id) and 200 otherwise; `/slow` answers 200 after one second, `/hold5`
 /// after five; `/fail` answers 500.
+///
+/// With `--sink-url` the URL is used exactly as given: every request of the scenarios that
+/// need one path (drain, latency, ceilings, scale, soak, web, webhooks, scaleout) goes to it;
+/// the scenarios that need the built-in paths or host names are skipped.
 package final class BenchSink {
     package let baseURL: String
+    /// The URL given with `--sink-url`, used as it is; nil for the built-in sink.
+    package let external: String?
     private let sink: HTTPSink?
 
-    private init(baseURL: String, sink: HTTPSink?) {
+    private init(baseURL: String, external: String?, sink: HTTPSink?) {
         self.baseURL = baseURL
+        self.external = external
         self.sink = sink
+    }
+
+    /// The URL of built-in path `path` (`/hook`, `/hook?endpoint=3`): the external URL as
+    /// given (with the query of `path` added, if any), else the built-in sink's path.
+    package func url(_ path: String) -> String {
+        guard let external else { return baseURL + path }
+        guard let query = path.split(separator: "?", maxSplits: 1).dropFirst().first else { return external }
+        return external + (external.contains("?") ? "&" : "?") + query
     }
 
     package static func start(external: String?) throws -> BenchSink {
         if let external {
-            return BenchSink(baseURL: external.hasSuffix("/") ? String(external.dropLast()) : external, sink: nil)
+            return BenchSink(
+                baseURL: external.hasSuffix("/") ? String(external.dropLast()) : external, external: external, sink: nil)
         }
         let ok: [UInt8] = Array(#"{"ok":true}"#.utf8)
         let sink = try blockingAwait {
@@ -49,7 +65,7 @@ package final class BenchSink {
                 }
             })
         }
-        return BenchSink(baseURL: sink.baseURL, sink: sink)
+        return BenchSink(baseURL: sink.baseURL, external: nil, sink: sink)
     }
 
     package func shutdown() {
@@ -87,7 +103,7 @@ package struct BenchRunner {
         var pieces: [[(Int, NewJob)]] = []
         var piece: [(Int, NewJob)] = []
         for n in 1...count {
-            var job = NewJob(url: (hosts.map { hostURL(n % $0) } ?? sink.baseURL) + path)
+            var job = NewJob(url: hosts.map { hostURL(n % $0) + path } ?? sink.url(path))
             job.queue = queue
             job.body = Self.payload(n)
             job.headers = [("Content-Type", "application/json")]
@@ -354,7 +370,7 @@ package struct BenchRunner {
             let due = started.addingTimeInterval(Double(n) / Double(rate))
             let wait = due.timeIntervalSinceNow
             if wait > 0 { Thread.sleep(forTimeInterval: wait) }
-            try enqueueOne(url: sink.baseURL + "/hook", queue: queue, n: n)
+            try enqueueOne(url: sink.url("/hook"), queue: queue, n: n)
         }
         let finished = try waitForSucceeded(queue, count: count, started: started)
         let after = process.stats
@@ -449,7 +465,7 @@ package struct BenchRunner {
         logger.logLevel = .error
         let deliverer = HTTPDeliverer(configuration: configuration, logger: logger)
         defer { deliverer.shutdown() }
-        let url = sink.baseURL + "/hook"
+        let url = sink.url("/hook")
         let before = ProcessStats.current()
         let started = Date()
         let concurrency = self.concurrency

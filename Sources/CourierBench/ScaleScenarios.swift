@@ -8,17 +8,17 @@ import CourierCLISupport
 package struct ScaleOptions: ParsableArguments {
     package init() {}
 
-    @Option(help: "Scale: finished jobs (each with an attempt row) kept as history (default 5000000).")
+    @Option(help: "Scale: finished jobs (each with an attempt row) kept as history.")
     package var history: Int = 5_000_000
-    @Option(help: "Scale: jobs due at once, drained with and without the history (default 500000).")
+    @Option(help: "Scale: jobs due at once, drained with and without the history.")
     package var due: Int = 500_000
-    @Option(name: .customLong("soak-rate"), help: "Soak: jobs enqueued per second (default 3000).")
+    @Option(name: .customLong("soak-rate"), help: "Soak: jobs enqueued per second.")
     package var soakRate: Int = 3000
-    @Option(name: .customLong("soak-duration"), help: "Soak: how long to enqueue (default 10m).")
+    @Option(name: .customLong("soak-duration"), help: "Soak: how long to enqueue.")
     package var soakDuration: String = "10m"
-    @Option(name: .customLong("soak-retention"), help: "Soak: the worker's --retention (default 1m).")
+    @Option(name: .customLong("soak-retention"), help: "Soak: the worker's --retention.")
     package var soakRetention: String = "1m"
-    @Option(name: .customLong("worker-processes"), help: "Scaleout: comma-separated worker process counts (default 1,2,4).")
+    @Option(name: .customLong("worker-processes"), help: "Scaleout: comma-separated worker process counts.")
     package var workerProcesses: String = "1,2,4"
 
     package func validate() throws {
@@ -65,7 +65,7 @@ extension BenchRunner {
             let n = min(chunk, history - loaded)
             try connection.run(
                 BenchStatements.loadFinished,
-                .init(queue: historyQueue, url: sink.baseURL + "/hook", body: BenchRunner.payload(loaded), count: n,
+                .init(queue: historyQueue, url: sink.url("/hook"), body: BenchRunner.payload(loaded), count: n,
                       firstAgo: .seconds(span - Double(loaded) * step / 1000), step: .milliseconds(step)))
             loaded += n
             say("  \(Output.count(loaded)) loaded (\(Int(Double(loaded) / Date().timeIntervalSince(loadStarted)))/s)")
@@ -192,7 +192,7 @@ extension BenchRunner {
         let process = try startWorker(queue: queue, extra: ["--retention", "\(Int(retention * 1000))ms"])
         defer { process.stop() }
         let before = process.stats
-        let url = sink.baseURL + "/hook"
+        let url = sink.url("/hook")
         let body = BenchRunner.payload(0)
         let tick = 0.1
         let perTick = Double(rate) * tick

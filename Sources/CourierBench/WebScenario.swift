@@ -87,7 +87,7 @@ extension BenchRunner {
             let n = min(chunk, count - loaded)
             try connection.run(
                 BenchStatements.loadFinished,
-                .init(queue: queue, url: sink.baseURL + "/hook", body: BenchRunner.payload(loaded), count: n,
+                .init(queue: queue, url: sink.url("/hook"), body: BenchRunner.payload(loaded), count: n,
                       firstAgo: .seconds(span - Double(loaded) * step / 1000), step: .milliseconds(step)))
             loaded += n
         }

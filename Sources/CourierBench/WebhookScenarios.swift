@@ -29,7 +29,7 @@ extension BenchRunner {
         for statement in BenchStatements.resetTenant { try connection.run(statement, tenant) }
         for n in 0..<count {
             _ = try webhooks.addEndpoint(
-                NewEndpoint(url: sink.baseURL + "/hook?endpoint=\(n)", eventTypes: ["invoice.*"], tenant: tenant, queue: queue),
+                NewEndpoint(url: sink.url("/hook?endpoint=\(n)"), eventTypes: ["invoice.*"], tenant: tenant, queue: queue),
                 seal: { key.seal(SecretsKey.newWebhookSecret(), endpointID: $0) })
         }
     }
@@ -66,7 +66,7 @@ extension BenchRunner {
             }
             return Date().timeIntervalSince(started)
         }
-        let url = sink.baseURL + "/hook"
+        let url = sink.url("/hook")
         let enqueue: (Int) throws -> Void = { n in
             try connection.run(BenchStatements.enqueueJSON, (url: url, payload: Self.eventPayload(n), queue: enqueueQueue))
         }

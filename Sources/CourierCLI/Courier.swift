@@ -8,9 +8,10 @@ public struct Courier: AsyncParsableCommand {
         commandName: "courier",
         abstract: "A durable queue of outbound HTTP jobs (webhooks) in PostgreSQL.",
         discussion: """
-            The database comes from --database-url, else COURIER_DATABASE_URL,
-            else libpq's PG* variables. Exit codes: 0 ok, 1 failure, 2 usage error
-            or invalid input, 3 not found.
+            The database comes from --database-url, else COURIER_DATABASE_URL, else
+            libpq's PG* variables. Exit codes: 0 ok, 1 failure, 2 usage error or invalid
+            input, 3 not found, 4 database schema missing or not the one this courier
+            expects (run courier migrate).
 
             Help on any command: courier help <command>, or courier <command> --help.
 

@@ -175,6 +175,28 @@ package enum Output {
     package static func count(_ value: Int) -> String {
         value.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US_POSIX")))
     }
+
+    /// `value` and a noun phrase whose first `jobs` (or `deliveries`, `requests`, ...) is made
+    /// singular when `value` is 1: `counted(1, "dead jobs (queue x)")` is `1 dead job (queue x)`.
+    package static func counted(_ value: Int, _ phrase: String) -> String {
+        "\(count(value)) \(value == 1 ? singular(phrase) : phrase)"
+    }
+
+    /// `phrase` with its first plural noun made singular (`jobs` -> `job`, `deliveries` ->
+    /// `delivery`, `matches` -> `match`, `queues` -> `queue`).
+    package static func singular(_ phrase: String) -> String {
+        let forms = [("deliveries", "delivery"), ("matches", "match"), ("jobs", "job"), ("queues", "queue"),
+                     ("requests", "request"), ("attempts", "attempt"), ("endpoints", "endpoint"),
+                     ("messages", "message"), ("hosts", "host"), ("destinations", "destination")]
+        var words = phrase.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+        for index in words.indices {
+            if let form = forms.first(where: { words[index] == $0.0 }) {
+                words[index] = form.1
+                return words.joined(separator: " ")
+            }
+        }
+        return phrase
+    }
 }
 
 /// A one-line progress display on a terminal's stderr, redrawn at most five times a second;

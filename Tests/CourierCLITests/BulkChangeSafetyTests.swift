@@ -29,7 +29,7 @@ final class BulkChangeSafetyTests: CLITestCase {
         try insertJob(state: "dead", finishedAgo: 40 * 86_400)
         let refused = try courier("purge", "--state", "dead", "--older-than", "30d")
         assertFails(refused, code: 2, mentioning: "--yes")
-        XCTAssertTrue(refused.stderr.contains("delete 1 dead jobs"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("delete 1 dead job finished"), refused.stderr)
         XCTAssertTrue(refused.stderr.contains("all queues"), refused.stderr)
         XCTAssertEqual(try jobCount, 1)
 
@@ -89,6 +89,19 @@ final class BulkChangeSafetyTests: CLITestCase {
         for text in ["-5s", "1e3s", "infs", "5 parsecs", "s", ""] {
             XCTAssertNil(DurationParser.seconds(text), text)
         }
+    }
+
+    /// One job is "1 dead job", not "1 dead jobs", in the dry run and the change alike.
+    func testOneJobIsSingularInBulkAndEnqueueLines() throws {
+        try insertJob(state: "dead", queue: "billing", lastError: "HTTP 503")
+        let dry = try courier("dead", "requeue", "--all", "--queue", "billing", "--dry-run")
+        XCTAssertTrue(dry.stdout.contains("Would requeue 1 dead job ("), dry.stdout)
+        let done = try courier("dead", "requeue", "--all", "--queue", "billing", "--yes")
+        XCTAssertTrue(done.stdout.contains("Requeued 1 dead job ("), done.stdout)
+        let line = Data(#"{"url":"https://example.com/one"}"#.utf8 + [0x0A])
+        let enqueued = try courier("enqueue", "--jsonl", "-", stdin: line)
+        XCTAssertEqual(enqueued.status, 0, enqueued.stderr)
+        XCTAssertTrue(enqueued.stdout.hasPrefix("Inserted 1 job in "), enqueued.stdout)
     }
 
     func testDeadRequeueAllSaysWhatItWouldMoveAndNeedsYes() throws {

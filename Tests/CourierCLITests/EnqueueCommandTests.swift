@@ -46,7 +46,7 @@ final class EnqueueCommandTests: CLITestCase {
         assertFails(try courier("enqueue", "--url", "https://example.com", "--delay", "soon"), code: 2, mentioning: "--delay")
         assertFails(try courier("enqueue", "--url", "https://example.com", "--at", "tomorrow"), code: 2, mentioning: "--at")
         assertFails(try courier("enqueue", "--url", "https://example.com", "--method", "FETCH"), code: 2, mentioning: "method must be one of")
-        assertFails(try courier("enqueue", "--url", "https://example.com", "--max-attempts", "0"), code: 2, mentioning: "max_attempts")
+        assertFails(try courier("enqueue", "--url", "https://example.com", "--max-attempts", "0"), code: 2, mentioning: "--max-attempts must be between 1 and 1000")
         assertFails(try courier("enqueue", "--url", "https://example.com", "--header", "Bad: a\u{1}b"), code: 2, mentioning: "control character")
         assertFails(try courier("enqueue", "--data", "{}"), code: 2, mentioning: "--url")
         XCTAssertEqual(try jobCount, 0)

@@ -55,7 +55,7 @@ final class JobsAndDeadCommandTests: CLITestCase {
         let running = try insertJob(state: "running")
         let result = try courier("jobs", "cancel", String(pending), String(running))
         XCTAssertEqual(result.status, 1)
-        XCTAssertTrue(result.stdout.contains("cancelled: \(pending)"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("1 job cancelled: \(pending)."), result.stdout)
         XCTAssertTrue(result.stderr.contains("job \(running): not cancelled: it is running"), result.stderr)
         XCTAssertEqual(try count("SELECT count(*) FROM courier.jobs WHERE state = 'cancelled'"), 1)
         XCTAssertEqual(try count("SELECT count(*) FROM courier.jobs WHERE id = $1 AND state = 'running'", [running]), 1)
@@ -63,6 +63,16 @@ final class JobsAndDeadCommandTests: CLITestCase {
         let missing = try courier("jobs", "cancel", "424242")
         XCTAssertEqual(missing.status, 3)
         XCTAssertTrue(missing.stderr.contains("job 424242: no such job"))
+    }
+
+    /// One id missing and one cancellable: the success on stdout, one error line on stderr
+    /// for the problem (no summary line run on after it), and exit code 3.
+    func testCancelOfAMissingAndAPendingJobReportsEachOnItsOwnLine() throws {
+        let pending = try insertJob()
+        let result = try courier("jobs", "cancel", "424242", String(pending))
+        assertFails(result, code: 3, mentioning: "job 424242: no such job")
+        XCTAssertEqual(result.stdout, "1 job cancelled: \(pending).\n")
+        XCTAssertEqual(try count("SELECT count(*) FROM courier.jobs WHERE id = $1 AND state = 'cancelled'", [pending]), 1)
     }
 
     func testRetryMakesAJobDueNow() throws {

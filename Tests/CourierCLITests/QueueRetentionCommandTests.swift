@@ -50,7 +50,7 @@ final class QueueRetentionCommandTests: CLITestCase {
     }
 
     func testShowOfAnUnknownQueueIsNotFound() throws {
-        assertFails(try courier("queues", "show", "nobody"), code: 3, mentioning: "no queue named nobody")
+        assertFails(try courier("queues", "show", "nobody"), code: 3, mentioning: #"no queue named "nobody" (courier queues list shows the queues)"#)
         // A queue known only by its jobs is shown.
         try insertJob(state: "succeeded", queue: "mail")
         XCTAssertEqual(try courier("queues", "show", "mail").status, 0)

@@ -1,3 +1,4 @@
+import ArgumentParser
 import CourierCLI
 import CourierCore
 import CourierTesting
@@ -42,6 +43,29 @@ final class HelpAndVersionTests: XCTestCase {
         XCTAssertTrue(result.stdout.contains("USAGE: courier jobs show"), result.stdout)
         let viaHelp = try run(["help", "dead", "requeue"])
         XCTAssertTrue(viaHelp.stdout.contains("USAGE: courier dead requeue"), viaHelp.stdout)
+    }
+
+    /// ArgumentParser wraps at 80 columns: a discussion line it had to wrap came out broken
+    /// mid-sentence; a default said in the flag's help came out twice.
+    func testHelpLinesAreNotRewrappedAndDefaultsAreSaidOnce() throws {
+        for path in [[]] + Courier.allCommandPaths {
+            let result = try run(path + ["--help"])
+            XCTAssertNil(
+                result.stdout.range(of: #"\(default [^)]*\)\.? *\(default: "#, options: .regularExpression),
+                "courier \(path.joined(separator: " ")) says a default twice")
+        }
+        // Every discussion's own prose lines fit, so ArgumentParser never breaks one mid-sentence.
+        func walk(_ command: any ParsableCommand.Type) {
+            let name = command.configuration.commandName ?? "\(command)"
+            // Prose only: indented examples and SQL are commands to copy, kept whole.
+            for line in command.configuration.discussion.split(separator: "\n")
+            where line.count > 80 && !line.hasPrefix(" ") && !line.hasPrefix("SQL:") {
+                XCTFail("courier \(name): discussion line longer than 80 columns: \(line)")
+            }
+            command.configuration.subcommands.forEach(walk)
+        }
+        walk(Courier.self)
+        XCTAssertTrue(try run(["--help"]).stdout.contains("4 database schema missing"))
     }
 
     func testBenchHelpKeepsItsOwnLinesAtEightyColumns() throws {

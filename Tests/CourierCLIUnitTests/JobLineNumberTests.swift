@@ -21,7 +21,8 @@ final class JobLineNumberTests: XCTestCase {
         XCTAssertEqual(JobLineReader.classify(try value("9223372036854775808")), .outOfRange)
         XCTAssertEqual(JobLineReader.classify(try value("123456789012345678901234567890")), .outOfRange)
         XCTAssertEqual(JobLineReader.classify(try value("\"1\"")), .notANumber)
-        XCTAssertThrowsError(try JobLineReader.integer(try value("1.5"), "priority"))
-        XCTAssertEqual(try JobLineReader.integer(try value("1e3"), "max_attempts"), 1000)
+        XCTAssertThrowsError(try JobLineReader.integer(try value("1.5"), "priority", within: -32768...32767))
+        XCTAssertThrowsError(try JobLineReader.integer(try value("1e6"), "priority", within: -32768...32767))
+        XCTAssertEqual(try JobLineReader.integer(try value("1e3"), "max_attempts", within: 1...1000), 1000)
     }
 }

@@ -138,6 +138,7 @@ final class EnqueueFuzzTests: XCTestCase {
 
         let errorLog = NSTemporaryDirectory() + "courier-fuzz-worker-\(getpid()).log"
         _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: errorLog) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CourierBinary.path)
         process.arguments = [

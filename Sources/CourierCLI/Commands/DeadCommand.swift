@@ -27,8 +27,8 @@ struct DeadCommand: ParsableCommand {
                   courier dead list --error-contains 'HTTP 410' --json
                   courier dead list --url-contains hooks.example.com --failed-before 2026-11-20T00:00:00Z
 
-                Text filters match literally (% and _ are no wildcards). When more jobs match
-                than --limit shows, a last line says so (on stderr with --json).
+                Text filters match literally (% and _ are no wildcards). When more jobs
+                match than --limit shows, a last line says so (on stderr with --json).
 
                 SQL: SELECT id, url, finished_at, last_error FROM courier.jobs
                      WHERE state = 'dead' ORDER BY id DESC LIMIT 50;
@@ -80,10 +80,10 @@ struct DeadCommand: ParsableCommand {
             discussion: """
                 By id, or every dead job matching filters with --all (the filters of
                 `courier dead list`; text filters match literally). --all first counts what
-                matches and says so: on a terminal it asks, in scripts --yes is required, and
-                --dry-run only prints the count. Large sets are moved in batches, each its own
-                short transaction, with progress on a terminal. More than 10 ids at once need
-                confirmation too.
+                matches and says so: on a terminal it asks, in scripts --yes is required,
+                and --dry-run only prints the count. Large sets are moved in batches, each
+                its own short transaction, with progress on a terminal. More than 10 ids at
+                once need confirmation too.
 
                 Examples:
                   courier dead requeue 41 42
@@ -102,7 +102,7 @@ struct DeadCommand: ParsableCommand {
         var all = false
         @OptionGroup var filters: DeadFilterOptions
         @OptionGroup var bulk: BulkChangeOptions
-        @Option(name: .customLong("batch-size"), help: "Jobs per transaction (default 1000).")
+        @Option(name: .customLong("batch-size"), help: "Jobs per transaction.")
         var batchSize: Int = 1000
 
         func validate() throws {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CourierCore
+import CourierMetrics
 import CourierSink
 import CourierWeb
 import CourierWorker
@@ -14,31 +15,54 @@ struct DemoCommand: ParsableCommand {
         commandName: "demo",
         abstract: "Run the whole story on a throwaway PostgreSQL cluster and a local HTTP sink.",
         discussion: """
-            Starts a temporary PostgreSQL cluster from the installed server binaries, migrates it,
-            starts an HTTP sink on 127.0.0.1 (one endpoint succeeds, one fails twice then succeeds,
-            one always answers 400), enqueues deliveries, runs a worker until every job settles,
-            prints what happened, and removes everything. With --web it then serves the web console
-            (courier web) on 127.0.0.1:8080 over the demo's database until Ctrl-C.
+            Starts a temporary PostgreSQL cluster from the installed server binaries,
+            migrates it, prints its URL, starts an HTTP sink on 127.0.0.1 (one endpoint
+            succeeds, one fails twice then succeeds, one answers 400), enqueues
+            deliveries, runs a worker until every job settles, prints what happened, and
+            removes everything.
 
-            Example:
+            --keep leaves the cluster running until Ctrl-C, so that other courier
+            commands can explore it (paste the printed export line). --web serves the
+            web console (courier web) over the demo's database until Ctrl-C.
+
+            Examples:
               courier demo
-              courier demo --web
+              courier demo --keep --web
+              courier demo --web --web-address 127.0.0.1:8081
             """
     )
 
-    @Option(name: .customLong("timeout"), help: "Give up if jobs have not settled after this long (default 60s).")
+    @Option(name: .customLong("timeout"), help: "Give up if jobs have not settled after this long.")
     var timeout: String = "60s"
 
-    @Flag(
-        name: .customLong("web"),
-        help: "Afterwards serve the web console on 127.0.0.1:8080 over the demo's database until Ctrl-C.")
+    @Flag(name: .customLong("keep"), help: "Keep the cluster running until Ctrl-C, to explore it.")
+    var keep = false
+
+    @Flag(name: .customLong("web"), help: "Serve the web console over the demo's database until Ctrl-C.")
     var web = false
+
+    @Option(
+        name: .customLong("web-address"),
+        help: ArgumentHelp("Where the console listens (implies --web).", valueName: "host:port"))
+    var webAddress: String = "127.0.0.1:8080"
+
+    /// Whether the console is served: `--web`, or an address given for it.
+    private var serveWeb: Bool { web || webAddress != "127.0.0.1:8080" }
 
     func run() throws {
         let limit = try parseDuration(timeout, flag: "--timeout")
+        guard let listen = MetricsServer.parseAddress(webAddress) else {
+            throw CLIError.usage("--web-address: \(webAddress.debugDescription) is not HOST:PORT (e.g. 127.0.0.1:8081)")
+        }
+        // A busy console port is known before anything starts, and stops the demo in one line.
+        if serveWeb && !Self.canListen(host: listen.host, port: listen.port) {
+            throw Self.addressInUse(webAddress)
+        }
         print("Starting a throwaway PostgreSQL cluster...")
         let cluster = try ThrowawayCluster()
         defer { cluster.stop() }
+        print("Database: \(cluster.url)")
+        print("  export COURIER_DATABASE_URL=\(cluster.url)")
         let connection = try PostgresConnection(cluster.url)
         defer { connection.close() }
         try Migrator(logger: Logger(label: "courier.demo", factory: { _ in SwiftLogNoOpLogHandler() })).migrate(connection)
@@ -115,34 +139,95 @@ struct DemoCommand: ParsableCommand {
         print(
             "\nSummary: \(counts["succeeded", default: 0]) succeeded (\(retried) after retries), "
                 + "\(counts["dead", default: 0]) dead, \(unsettled) unsettled.")
-        if web { try serveConsole(cluster.url) }
+        if serveWeb {
+            try serveConsole(cluster.url, host: listen.host, port: listen.port)
+        } else if keep {
+            print("""
+
+                The cluster keeps running for other courier commands; try:
+                  export COURIER_DATABASE_URL=\(cluster.url)
+                  courier stats
+                  courier jobs list --queue demo
+                  courier dead list
+                Ctrl-C stops it and removes the cluster.
+                """)
+            Self.waitForInterrupt()
+        }
         print("Cleaned up the cluster and the sink.")
-        if unsettled > 0 { throw CLIError("\(unsettled) jobs had not settled after \(timeout)") }
+        if unsettled > 0 { throw CLIError("\(Output.counted(unsettled, "jobs")) had not settled after \(timeout)") }
     }
 }
 
 extension DemoCommand {
     /// Serves the console over the demo's database until Ctrl-C. The password is random and
     /// written to a file only its owner may read; it is never printed.
-    private func serveConsole(_ url: String) throws {
+    private func serveConsole(_ url: String, host: String, port: Int) throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-demo-web-\(getpid()).password")
         let secret = (0..<3).map { _ in UUID().uuidString.prefix(8).lowercased() }.joined(separator: "-")
         guard FileManager.default.createFile(
             atPath: file.path, contents: Data((secret + "\n").utf8), attributes: [.posixPermissions: 0o600])
         else { throw CLIError("cannot write \(file.path)") }
         defer { try? FileManager.default.removeItem(at: file) }
+        let removeFile = SignalCleanup.shared.add {
+            try? FileManager.default.removeItem(at: file)
+        }
+        defer { SignalCleanup.shared.remove(removeFile) }
         var configuration = WebConfiguration(databaseURL: url, password: try WebPassword(fileContents: secret))
-        configuration.port = 8080
-        print("""
-
-            Web console: http://127.0.0.1:8080 (log in with any name and the password in \(file.path)).
-            Ctrl-C stops it and removes the cluster.
-            """)
+        configuration.host = host
+        configuration.port = port
         var logger = Logger(label: "courier.demo.web")
         logger.logLevel = .warning
         let settings = configuration
         let log = logger
-        try blockingAwait { try await WebServer.run(settings, logger: log) }
+        let server: RunningWebServer
+        do {
+            server = try blockingAwait { try await WebServer.start(settings, logger: log) }
+        } catch {
+            throw Self.addressInUse(webAddress, reason: "\(error)")
+        }
+        defer { _ = try? blockingAwait { await server.stop() } }
+        let shown = host.contains(":") ? "[\(host)]" : host
+        print("""
+
+            Web console: http://\(shown):\(server.port) (log in with any name and the password in \(file.path)).
+            Try also, in another shell:
+              export COURIER_DATABASE_URL=\(url)
+              courier stats
+              courier jobs list --queue demo
+            Ctrl-C stops it and removes the cluster.
+            """)
+        Self.waitForInterrupt()
+    }
+
+    /// Blocks until Ctrl-C or SIGTERM, whose handler (`SignalCleanup`) stops the cluster,
+    /// runs the other cleanups and ends the process.
+    private static func waitForInterrupt() -> Never {
+        _ = SignalCleanup.shared.add { print("Stopping: removing the throwaway cluster and everything the demo started.") }
+        while true { sleep(3600) }
+    }
+
+    /// The one line for a console address another program holds (exit code 2).
+    static func addressInUse(_ address: String, reason: String = "address already in use") -> CLIError {
+        let why = reason.contains("in use") ? "address already in use" : Redaction.message(reason)
+        return CLIError.usage(
+            "the web console cannot listen on \(address) (\(why)); choose another with --web-address HOST:PORT")
+    }
+
+    /// Whether a TCP socket can listen on `host:port` now, with the `SO_REUSEADDR` the
+    /// console's own socket uses (so only another listener makes it false).
+    static func canListen(host: String, port: Int) -> Bool {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_PASSIVE
+        var found: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &found) == 0, let info = found else { return true }
+        defer { freeaddrinfo(found) }
+        let descriptor = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
+        guard descriptor >= 0 else { return true }
+        defer { close(descriptor) }
+        var one: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        return bind(descriptor, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 && listen(descriptor, 1) == 0
     }
 }
 

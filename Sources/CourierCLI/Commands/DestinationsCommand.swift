@@ -9,10 +9,11 @@ struct DestinationsCommand: ParsableCommand {
         commandName: "destinations",
         abstract: "List destinations (receiving hosts); disable, enable and limit them.",
         discussion: """
-            Every job's URL host is a destination. Workers never run more than its in-flight
-            cap of requests at it (across all workers), start at most its rate limit per
-            second, stop sending while its circuit breaker is open, and send nothing while it
-            is disabled (a 410 Gone disables it too). Its waiting jobs stay due and visible.
+            Every job's URL host is a destination. Workers never run more than its
+            in-flight cap of requests at it (across all workers), start at most its rate
+            limit per second, stop sending while its circuit breaker is open, and send
+            nothing while it is disabled (a 410 Gone disables it too). Its waiting jobs
+            stay due and visible.
 
             Examples:
               courier destinations list
@@ -39,8 +40,9 @@ struct DestinationsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List destinations, busiest first: due, running, cap, rate limit, failures, breaker.",
             discussion: """
-                The cap shown for hosts without their own is --per-host-limit's default (\(Defaults.perHostLimit));
-                workers started with another --per-host-limit use theirs.
+                The cap shown for hosts without their own is --per-host-limit's default
+                (\(Defaults.perHostLimit)); workers started with another --per-host-limit
+                use theirs.
 
                 Examples:
                   courier destinations list
@@ -115,8 +117,8 @@ struct DestinationsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Stop sending to a host; its jobs wait, parked, until it is enabled.",
             discussion: """
-                Requests already on their way finish. Nothing is dropped: the host's jobs stay
-                due and show in `courier destinations list` and `courier jobs list`.
+                Requests already on their way finish. Nothing is dropped: the host's jobs
+                stay due and show in `courier destinations list` and `courier jobs list`.
 
                 Example:
                   courier destinations disable hooks.example.com --reason "endpoint migrating"

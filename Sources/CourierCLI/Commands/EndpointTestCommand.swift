@@ -13,16 +13,17 @@ extension EndpointsCommand {
         static let configuration = CommandConfiguration(
             abstract: "Send a signed courier.ping to an endpoint now and print its answer.",
             discussion: """
-                The ping goes from this process, not through a queue or a worker, and nothing
-                is written to the database. It is sent as a worker sends: the endpoint's URL
-                and headers, webhook-id ping_<random>, and one webhook-signature per valid
-                secret (opened with the secrets key), with the body
+                The ping goes from this process, not through a queue or a worker, and
+                nothing is written to the database. It is sent as a worker sends: the
+                endpoint's URL and headers, webhook-id ping_<random>, and one
+                webhook-signature per valid secret (opened with the secrets key), with the
+                body
 
                   {"type":"courier.ping","timestamp":"...","data":{"endpoint_id":7}}
 
                 Exit code 0 when the receiver answers 2xx, 1 otherwise (another status, a
-                refused connection, a timeout). Private and loopback targets are refused, as by
-                the worker, unless --allow-private-targets.
+                refused connection, a timeout). Private and loopback targets are refused, as
+                by the worker, unless --allow-private-targets.
 
                 Examples:
                   courier endpoints test 7
@@ -37,7 +38,7 @@ extension EndpointsCommand {
         var id: String
         @Flag(name: .customLong("allow-private-targets"), help: "Allow private, loopback and link-local targets.")
         var allowPrivateTargets = false
-        @Option(help: ArgumentHelp("Total time for the request (default 10s, at most 5m).", valueName: "duration"))
+        @Option(help: ArgumentHelp("Total time for the request (at most 5m).", valueName: "duration"))
         var timeout = "10s"
 
         func run() throws {

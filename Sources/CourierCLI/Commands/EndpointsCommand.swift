@@ -11,10 +11,11 @@ struct EndpointsCommand: ParsableCommand {
         commandName: "endpoints",
         abstract: "Add, list, change, disable, test and recover webhook endpoints.",
         discussion: """
-            An endpoint is a receiver of a tenant: a URL, the event types it wants (exact
-            types, prefix.* or *), an optional payload filter and extra headers. Every
-            message `courier publish` writes goes to each enabled endpoint of its tenant
-            that matches, as a job of the endpoint's queue, signed with its secrets.
+            An endpoint is a receiver of a tenant: a URL, the event types it wants
+            (exact types, prefix.* or *), an optional payload filter and extra headers.
+            Every message `courier publish` writes goes to each enabled endpoint of its
+            tenant that matches, as a job of the endpoint's queue, signed with its
+            secrets.
 
             Secrets are sealed with the key in --secrets-key-file or
             COURIER_SECRETS_KEY_FILE (the worker needs the same file); `add` and
@@ -172,9 +173,9 @@ struct EndpointsCommand: ParsableCommand {
                 field (URL, event type patterns, filter, headers, queue, rate limit); a bad
                 one is named and nothing is written.
 
-                --events takes exact types (invoice.paid), prefixes (invoice.* for every type
-                under invoice.) and * (every type), separated by commas; '' receives nothing
-                until changed with `courier endpoints update`.
+                --events takes exact types (invoice.paid), prefixes (invoice.* for every
+                type under invoice.) and * (every type), separated by commas; '' receives
+                nothing until changed with `courier endpoints update`.
 
                 Examples:
                   courier endpoints add --url https://a.example/in --events 'invoice.*,order.*'
@@ -233,9 +234,10 @@ struct EndpointsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Change an endpoint's URL, events, description, filter, headers, queue, rate limit or ordering.",
             discussion: """
-                Only the settings given change. --header replaces all extra headers (repeat it
-                for several); --no-headers removes them. Messages published from now on follow
-                the new settings; deliveries already written keep their URL and headers.
+                Only the settings given change. --header replaces all extra headers (repeat
+                it for several); --no-headers removes them. Messages published from now on
+                follow the new settings; deliveries already written keep their URL and
+                headers.
 
                 Examples:
                   courier endpoints update 7 --url https://acme.example/hooks/v2
@@ -318,9 +320,9 @@ struct EndpointsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Stop sending new messages to an endpoint.",
             discussion: """
-                Messages published while it is disabled are not sent to it (`recover` can send
-                them later); deliveries already waiting still go. Disabling a disabled endpoint
-                keeps its first reason.
+                Messages published while it is disabled are not sent to it (`recover` can
+                send them later); deliveries already waiting still go. Disabling a disabled
+                endpoint keeps its first reason.
 
                 Example:
                   courier endpoints disable 7 --reason "customer asked to pause"
@@ -384,8 +386,9 @@ struct EndpointsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Delete an endpoint and its secrets; cancel its waiting deliveries.",
             discussion: """
-                Deliveries in flight finish; finished ones stay as history (`courier messages
-                show`). To stop sending for a while, use `courier endpoints disable`.
+                Deliveries in flight finish; finished ones stay as history (`courier
+                messages show`). To stop sending for a while, use `courier endpoints
+                disable`.
 
                 Example:
                   courier endpoints delete 7
@@ -415,9 +418,9 @@ struct EndpointsCommand: ParsableCommand {
             abstract: "Give an endpoint a new secret; the current one keeps signing for --grace.",
             discussion: """
                 Needs the secrets key. While both are valid every delivery carries two
-                signatures, so the receiver can switch to the new secret at any time within the
-                grace period. --grace 0s stops the old secret at once. Secrets that stopped
-                signing are deleted on the way.
+                signatures, so the receiver can switch to the new secret at any time within
+                the grace period. --grace 0s stops the old secret at once. Secrets that
+                stopped signing are deleted on the way.
 
                 Examples:
                   courier endpoints rotate-secret 7
@@ -467,9 +470,9 @@ struct EndpointsCommand: ParsableCommand {
             abstract: "Re-send every message since a time whose latest delivery to the endpoint is dead.",
             discussion: """
                 After an outage of the receiver: each message of the endpoint's tenant
-                published since --since whose latest delivery to this endpoint went dead gets
-                a new one, with the same webhook-id (msg_<id>), so the receiver can drop what
-                it already has. A disabled endpoint is refused; enable it first.
+                published since --since whose latest delivery to this endpoint went dead
+                gets a new one, with the same webhook-id (msg_<id>), so the receiver can
+                drop what it already has. A disabled endpoint is refused; enable it first.
 
                 Examples:
                   courier endpoints recover 7 --since 2h

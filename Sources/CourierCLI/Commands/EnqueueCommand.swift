@@ -14,16 +14,16 @@ struct EnqueueCommand: ParsableCommand {
         commandName: "enqueue",
         abstract: "Enqueue one job from flags, or many from JSON Lines (--jsonl).",
         discussion: """
-            One job: prints its id. Validation is courier.enqueue's: a bad field is named and
-            nothing is written. With --idempotency-key already present in the queue, the
-            existing job's id is printed.
+            One job: prints its id. Validation is courier.enqueue's: a bad field is
+            named and nothing is written. With --idempotency-key already present in the
+            queue, the existing job's id is printed.
 
-            Many jobs: one JSON object per line with the fields url, method, headers, payload
-            (JSON, sent with Content-Type: application/json) or body (a string) or body_base64,
-            queue, delay ("30s"), run_at (ISO 8601), max_attempts, priority, idempotency_key,
-            retry_schedule (["5s","1m"]). All lines go in one transaction: by default one bad
-            line inserts nothing and is reported with its line number; --skip-invalid inserts
-            the good lines.
+            Many jobs: one JSON object per line with the fields url, method, headers,
+            payload (JSON, sent with Content-Type: application/json) or body (a string)
+            or body_base64, queue, delay ("30s"), run_at (ISO 8601), max_attempts,
+            priority, idempotency_key, retry_schedule (["5s","1m"]). All lines go in one
+            transaction: by default one bad line inserts nothing and is reported with
+            its line number; --skip-invalid inserts the good lines.
 
             Examples:
               courier enqueue --url https://example.com/hook --data '{"event":"paid"}'
@@ -39,7 +39,7 @@ struct EnqueueCommand: ParsableCommand {
     @Option(help: "Target URL (absolute http or https).")
     var url: String?
 
-    @Option(help: "HTTP method (default POST).")
+    @Option(help: "HTTP method.")
     var method: String = "POST"
 
     @Option(name: .customLong("header"), help: ArgumentHelp("A request header, 'Name: value' (repeatable).", valueName: "header"))
@@ -48,7 +48,7 @@ struct EnqueueCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The body: inline text, @file, or - for stdin. JSON gets Content-Type: application/json.", valueName: "data"))
     var data: String?
 
-    @Option(help: "Queue name (default 'default'); a new name is allowed, with a warning if close to an existing one.")
+    @Option(help: "Queue name; a new name is allowed (with a warning when close to an existing one).")
     var queue: String = "default"
 
     @Option(help: ArgumentHelp("Wait this long before the first attempt (30s, 5m, 2h).", valueName: "duration"))
@@ -57,10 +57,10 @@ struct EnqueueCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Run at this ISO 8601 time instead (2026-01-31T12:00:00Z).", valueName: "time"))
     var at: String?
 
-    @Option(name: .customLong("max-attempts"), help: "Attempts before the job goes dead (default: the queue's, else 10).")
+    @Option(name: .customLong("max-attempts"), help: "Attempts before the job dies, 1 to 1000 (default: the queue's, else 10).")
     var maxAttempts: Int?
 
-    @Option(help: "Priority, lower runs first (default 0; write negative values as --priority=-5).")
+    @Option(parsing: .unconditional, help: "Priority, lower runs first; -32768 to 32767.")
     var priority: Int = 0
 
     @Option(name: .customLong("idempotency-key"), help: "Unique per queue: a second enqueue returns the first job's id.")
@@ -75,7 +75,7 @@ struct EnqueueCommand: ParsableCommand {
     @Flag(name: .customLong("skip-invalid"), help: "With --jsonl: insert the valid lines and report the others.")
     var skipInvalid = false
 
-    @Option(name: .customLong("batch-size"), help: "With --jsonl: lines streamed per COPY piece (default 10000).")
+    @Option(name: .customLong("batch-size"), help: "With --jsonl: lines streamed per COPY piece.")
     var batchSize: Int = 10_000
 
     func validate() throws {
@@ -94,6 +94,12 @@ struct EnqueueCommand: ParsableCommand {
         }
         if delay != nil && at != nil { throw CLIError.usage("give --delay or --at, not both") }
         if batchSize < 1 { throw CLIError.usage("--batch-size must be at least 1") }
+        guard JobLimits.priority.contains(priority) else {
+            throw CLIError.usage("--priority must be between -32768 and 32767, got \(priority)")
+        }
+        if let maxAttempts, !JobLimits.maxAttempts.contains(maxAttempts) {
+            throw CLIError.usage("--max-attempts must be between 1 and 1000, got \(maxAttempts)")
+        }
     }
 
     func run() throws {
@@ -211,10 +217,10 @@ struct EnqueueCommand: ParsableCommand {
             for problem in report.rejected.prefix(20) {
                 MainOutput.error("skipped line \(problem.line): \(Redaction.message(problem.reason))")
             }
-            var summary = "Inserted \(Output.count(report.inserted)) jobs in \(String(format: "%.2f", seconds)) s"
+            var summary = "Inserted \(Output.counted(report.inserted, "jobs")) in \(String(format: "%.2f", seconds)) s"
             summary += " (\(Output.count(Int(Double(report.inserted) / max(seconds, 0.001))))/s)"
             if report.duplicates > 0 { summary += ", \(Output.count(report.duplicates)) already present (idempotency key)" }
-            if !report.rejected.isEmpty { summary += ", \(Output.count(report.rejected.count)) invalid lines skipped" }
+            if !report.rejected.isEmpty { summary += ", \(Output.counted(report.rejected.count, "invalid lines")) skipped" }
             print(summary + ".")
         }
     }

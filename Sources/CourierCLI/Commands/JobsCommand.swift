@@ -26,8 +26,8 @@ struct JobsCommand: ParsableCommand {
                   courier jobs list --state retrying --queue billing
                   courier jobs list --url-contains example.com --since 2h --limit 20 --json
 
-                Text filters match literally. When more jobs match than --limit shows, a last
-                line says so (on stderr with --json).
+                Text filters match literally. When more jobs match than --limit shows, a
+                last line says so (on stderr with --json).
 
                 SQL: SELECT id, state, url, attempt, last_error FROM courier.jobs
                      WHERE state = 'retrying' AND queue = 'billing' ORDER BY id DESC LIMIT 50;
@@ -84,15 +84,16 @@ struct JobsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Cancel pending or retrying jobs, by id or by filter.",
             discussion: """
-                A running job cannot be cancelled (its request is in flight); a finished one has
-                nothing left to cancel. Each id that could not be cancelled is named with why.
-                Exit code 3 when an id does not exist, 1 when a job could not be cancelled.
+                A running job cannot be cancelled (its request is in flight); a finished one
+                has nothing left to cancel. Each id that could not be cancelled is named
+                with why. Exit code 3 when an id does not exist, 1 when a job could not be
+                cancelled.
 
                 With --all, every pending or retrying job matching the filters is cancelled
                 (text filters match literally). It first counts what matches and says so: on
-                a terminal it asks, in scripts --yes is required, and --dry-run only prints the
-                count. Jobs are cancelled in batches, each its own short transaction; jobs
-                enqueued after the count are not touched.
+                a terminal it asks, in scripts --yes is required, and --dry-run only prints
+                the count. Jobs are cancelled in batches, each its own short transaction;
+                jobs enqueued after the count are not touched.
 
                 Examples:
                   courier jobs cancel 41 42 43
@@ -121,7 +122,7 @@ struct JobsCommand: ParsableCommand {
                 "With --all: only jobs created since: a duration ago (2h) or an ISO 8601 time.", valueName: "time"))
         var since: String?
         @OptionGroup var bulk: BulkChangeOptions
-        @Option(name: .customLong("batch-size"), help: "With --all: jobs per transaction (default 1000).")
+        @Option(name: .customLong("batch-size"), help: "With --all: jobs per transaction.")
         var batchSize: Int = 1000
 
         func validate() throws {
@@ -168,8 +169,8 @@ struct JobsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Run pending or retrying jobs now instead of at their run_at.",
             discussion: """
-                For a dead job use `courier dead requeue`. A job that is running, succeeded or
-                cancelled is left alone, with a line saying why and what to do instead.
+                For a dead job use `courier dead requeue`. A job that is running, succeeded
+                or cancelled is left alone, with a line saying why and what to do instead.
 
                 Example:
                   courier jobs retry 42
@@ -215,7 +216,7 @@ extension JobsOutput {
 struct LimitOption: ParsableArguments {
     // `.unconditional` so `--limit -1` reaches `validate()` and gets its own message instead of
     // "missing value" (the parser would take `-1` for a flag).
-    @Option(parsing: .unconditional, help: "At most this many rows, at least 1 (default 50).")
+    @Option(parsing: .unconditional, help: "At most this many rows, at least 1.")
     var limit: Int = 50
 
     func validate() throws {
@@ -259,7 +260,7 @@ enum JobsOutput {
         confirmingWith yes: Bool? = nil, action: (AdminStore, [Int64]) throws -> [JobChange]
     ) throws {
         let ids = try parseIDs(jobs.ids)
-        if let yes { try confirm("\(verb.capitalized) \(ids.count) jobs?", count: ids.count, yes: yes) }
+        if let yes { try confirm("\(verb.capitalized) \(Output.counted(ids.count, "jobs"))?", count: ids.count, yes: yes) }
         let connection = try database.connect()
         defer { connection.close() }
         try report(try action(AdminStore(connection: connection), ids), verb: verb, allowed: allowed, json: json)
@@ -391,8 +392,9 @@ enum JobsOutput {
         if !responses.isEmpty { print("\n" + responses.joined(separator: "\n")) }
     }
 
-    /// Prints what happened to each id and picks the exit code: 3 when an id does not exist,
-    /// 1 when a job was in the wrong state.
+    /// Prints what happened to each id and picks the exit code: the ids changed on one stdout
+    /// line, then one `error:` line on stderr per id that was not (in the order given); exit
+    /// code 3 when an id does not exist, else 1 when a job was in the wrong state.
     static func report(_ changes: [JobChange], verb: String, allowed: String, json: Bool) throws {
         let changed = changes.filter(\.changed).map(\.id)
         let missing = changes.filter { $0.previousState == nil }.map(\.id)
@@ -402,21 +404,20 @@ enum JobsOutput {
                 "changed": changed, "not_found": missing,
                 "refused": refused.map { ["id": $0.id, "state": $0.previousState!.rawValue] },
             ])
-        } else {
-            if !changed.isEmpty { print("\(verb): \(changed.map(String.init).joined(separator: " "))") }
+        } else if !changed.isEmpty {
+            let ids = changed.map(String.init).joined(separator: ", ")
+            print("\(Output.counted(changed.count, "jobs")) \(verb): \(ids).")
         }
-        for change in refused {
-            let state = change.previousState!
-            var line = "job \(change.id): not \(verb): it is \(state.rawValue) (only \(allowed) jobs)"
+        for change in changes where !change.changed {
+            guard let state = change.previousState else {
+                MainOutput.error("error: job \(change.id): no such job")
+                continue
+            }
+            var line = "error: job \(change.id): not \(verb): it is \(state.rawValue) (only \(allowed) jobs)"
             if let hint = hint(verb: verb, state: state, id: change.id) { line += "; \(hint)" }
             MainOutput.error(line)
         }
-        for id in missing { MainOutput.error("job \(id): no such job") }
-        if !missing.isEmpty {
-            throw CLIError.notFound("\(missing.count) of \(changes.count) jobs not found")
-        }
-        if !refused.isEmpty {
-            throw CLIError("\(refused.count) of \(changes.count) jobs not \(verb)")
-        }
+        if !missing.isEmpty { throw ExitCode(CourierExitCode.notFound.rawValue) }
+        if !refused.isEmpty { throw ExitCode(CourierExitCode.failure.rawValue) }
     }
 }

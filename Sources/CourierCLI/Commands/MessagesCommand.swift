@@ -88,8 +88,8 @@ struct MessagesCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show one message: its payload and every delivery per endpoint.",
             discussion: """
-                The payload is printed as JSON, escaped and cut at 40 lines (--json prints it
-                whole). RESENT FROM names the delivery a re-send repeats.
+                The payload is printed as JSON, escaped and cut at 40 lines (--json prints
+                it whole). RESENT FROM names the delivery a re-send repeats.
 
                 Example:
                   courier messages show 12
@@ -163,8 +163,8 @@ struct MessagesCommand: ParsableCommand {
             discussion: """
                 Each re-send is a new delivery with the same webhook-id (msg_<id>) and body,
                 whatever the first one's outcome, so the receiver can drop a duplicate. The
-                endpoint must be enabled and of the message's tenant; --endpoint may name one
-                the message never went to (one added later, say).
+                endpoint must be enabled and of the message's tenant; --endpoint may name
+                one the message never went to (one added later, say).
 
                 Examples:
                   courier messages resend 12

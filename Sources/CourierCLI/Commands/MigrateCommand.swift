@@ -10,8 +10,9 @@ struct MigrateCommand: ParsableCommand {
         commandName: "migrate",
         abstract: "Create or upgrade the courier schema (safe to run concurrently, idempotent).",
         discussion: """
-            Applies the SQL files compiled into this binary, in order, each in a transaction,
-            under an advisory lock. A file changed after it was applied is refused.
+            Applies the SQL files compiled into this binary, in order, each in a
+            transaction, under an advisory lock. A file changed after it was applied is
+            refused.
 
             Examples:
               courier migrate --database-url postgresql://courier@db/courier
@@ -23,7 +24,7 @@ struct MigrateCommand: ParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() throws {
-        let connection = try database.connect()
+        let connection = try database.connect(requiringSchema: false)
         defer { connection.close() }
         let report: MigrationReport
         do {
@@ -37,10 +38,10 @@ struct MigrateCommand: ParsableCommand {
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))
         } else if report.applied.isEmpty {
-            print("Schema is up to date (\(report.alreadyApplied.count) migrations applied).")
+            print("Schema is up to date (\(Output.counted(report.alreadyApplied.count, "migrations")) applied).")
         } else {
             for file in report.applied { print("applied \(file)") }
-            print("Schema is up to date (\(report.applied.count + report.alreadyApplied.count) migrations applied).")
+            print("Schema is up to date (\(Output.counted(report.applied.count + report.alreadyApplied.count, "migrations")) applied).")
         }
     }
 }

@@ -10,11 +10,11 @@ struct PublishCommand: ParsableCommand {
         abstract: "Publish an event: one message, one delivery per matching endpoint of its tenant.",
         discussion: """
             The same as a producer's SELECT courier.publish(...): the message is written
-            with one job per enabled endpoint of the tenant whose event types and payload
-            filter match, each carrying webhook-id msg_<id>. A message that matches no
-            endpoint is kept (it can be re-sent to an endpoint later). With an
-            --idempotency-key the tenant used already, the first message's id is printed
-            and nothing new is sent.
+            with one job per enabled endpoint of the tenant whose event types and
+            payload filter match, each carrying webhook-id msg_<id>. A message that
+            matches no endpoint is kept (it can be re-sent to an endpoint later). With
+            an --idempotency-key the tenant used already, the first message's id is
+            printed and nothing new is sent.
 
             Examples:
               courier publish --type invoice.paid --tenant acme --data '{"id":"in_42"}'

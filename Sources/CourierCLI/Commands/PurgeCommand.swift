@@ -9,12 +9,12 @@ struct PurgeCommand: ParsableCommand {
         commandName: "purge",
         abstract: "Delete finished jobs (and their attempts) older than a given age, in batches.",
         discussion: """
-            Workers already delete succeeded jobs after their retention period; purge is for
-            dead and cancelled jobs, or for a one-off clean-up. It first counts what matches and
-            says what it would delete: on a terminal it asks, in scripts --yes is required, and
-            --dry-run only prints the count. Each batch is its own short transaction; progress
-            shows on a terminal. The age needs a unit (30s, 5m, 2h, 7d): a bare number is
-            refused.
+            Workers already delete succeeded jobs after their retention period; purge is
+            for dead and cancelled jobs, or for a one-off clean-up. It first counts what
+            matches and says what it would delete: on a terminal it asks, in scripts
+            --yes is required, and --dry-run only prints the count. Each batch is its
+            own short transaction; progress shows on a terminal. The age needs a unit
+            (30s, 5m, 2h, 7d): a bare number is refused.
 
             Examples:
               courier purge --state dead --older-than 30d --dry-run
@@ -35,7 +35,7 @@ struct PurgeCommand: ParsableCommand {
     var olderThan: String
     @Option(help: "Only this queue.")
     var queue: String?
-    @Option(name: .customLong("batch-size"), help: "Jobs per transaction (default 5000).")
+    @Option(name: .customLong("batch-size"), help: "Jobs per transaction.")
     var batchSize: Int = 5000
 
     func validate() throws {

@@ -49,8 +49,8 @@ extension QueuesCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show one queue: settings, retention, and jobs per state with the lag.",
             discussion: """
-                Retention shown as 'default' follows the worker's --retention (succeeded, 7d),
-                --retention-cancelled (7d) and --retention-dead (30d).
+                Retention shown as 'default' follows the worker's --retention (succeeded,
+                7d), --retention-cancelled (7d) and --retention-dead (30d).
 
                 Example:
                   courier queues show billing --json
@@ -68,11 +68,9 @@ extension QueuesCommand {
             let connection = try database.connect()
             defer { connection.close() }
             let store = AdminStore(connection: connection)
+            try QueueCheck.requireKnown(name, store: store)
             let settings = try store.queues().first { $0.name == name }
             let counts = try store.stateCounts(of: name)
-            guard settings != nil || !counts.isEmpty else {
-                throw CLIError.notFound("no queue named \(Redaction.text(name)) (it has no settings and no jobs)")
-            }
             let retention = try store.retention(of: name)
             let lag = counts.compactMap(\.lag).max()?.seconds ?? 0
             if output.json {

@@ -16,12 +16,13 @@ struct QueuesCommand: ParsableCommand {
               courier queues set billing --keep-succeeded 3d --keep-dead 90d
               courier queues show billing
             """,
-        subcommands: [List.self, Show.self, Pause.self, Resume.self, Set.self]
+        subcommands: [List.self, Show.self, Pause.self, Resume.self, Set.self],
+        defaultSubcommand: List.self
     )
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List queues with settings or unfinished jobs.",
+            abstract: "List queues with settings or jobs (the default subcommand).",
             discussion: """
                 Example:
                   courier queues list --json
@@ -48,7 +49,7 @@ struct QueuesCommand: ParsableCommand {
                 return
             }
             guard !queues.isEmpty else {
-                print("No queues yet (a queue exists once it has settings or unfinished jobs).")
+                print("No queues yet (a queue exists once it has settings or jobs).")
                 return
             }
             var rows = [["NAME", "PAUSED", "MAX ATTEMPTS", "RETRY SCHEDULE", "SIGNED", "MAX IN FLIGHT", "OAUTH"]]
@@ -69,8 +70,8 @@ struct QueuesCommand: ParsableCommand {
             abstract: "Stop workers from claiming jobs of a queue (running jobs finish).",
             discussion: """
                 A name with neither settings nor jobs is refused (exit code 3, naming close
-                matches), so a typo cannot create a new, paused queue; --create pauses a queue
-                before its first job arrives.
+                matches), so a typo cannot create a new, paused queue; --create pauses a
+                queue before its first job arrives.
 
                 Examples:
                   courier queues pause billing
@@ -126,8 +127,8 @@ struct QueuesCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Change a queue's settings; 'default' restores a default.",
             discussion: """
-                The signing secret is read from a file (or - for stdin) so it stays out of shell
-                history and process lists; it is never printed.
+                The signing secret is read from a file (or - for stdin) so it stays out of
+                shell history and process lists; it is never printed.
 
                 Examples:
                   courier queues set billing --max-attempts 5 --retry-schedule 10s,1m,10m,1h
@@ -139,12 +140,13 @@ struct QueuesCommand: ParsableCommand {
                       --oauth-scope hooks.write
                   courier queues set partner --no-oauth
 
-                With OAuth2 client credentials the worker obtains a bearer token from the token
-                URL (HTTP Basic with the client id and secret, grant_type=client_credentials),
-                sends it with every request of the queue, fetches a new one shortly before it
-                expires, and after a 401 from the receiver fetches one and retries once. The
-                client secret is read from a file (or - for stdin; without the flag, from the
-                environment variable COURIER_OAUTH_CLIENT_SECRET) and never printed.
+                With OAuth2 client credentials the worker obtains a bearer token from the
+                token URL (HTTP Basic with the client id and secret,
+                grant_type=client_credentials), sends it with every request of the queue,
+                fetches a new one shortly before it expires, and after a 401 from the
+                receiver fetches one and retries once. The client secret is read from a file
+                (or - for stdin; without the flag, from the environment variable
+                COURIER_OAUTH_CLIENT_SECRET) and never printed.
 
                 A name with neither settings nor jobs is refused (exit code 3, naming close
                 matches) unless --create is given.
@@ -221,6 +223,9 @@ struct QueuesCommand: ParsableCommand {
             if text == "default" { return nil }
             guard let value = Int(text), value >= 1 else {
                 throw CLIError.usage("\(flag): \(text.debugDescription) is not a positive integer or 'default'")
+            }
+            if flag == "--max-attempts", !JobLimits.maxAttempts.contains(value) {
+                throw CLIError.usage("--max-attempts must be between 1 and 1000, got \(value)")
             }
             return value
         }

@@ -10,11 +10,12 @@ struct StatsCommand: ParsableCommand {
         abstract: "Per queue: jobs by state, lag, last hour's outcomes, attempt latency.",
         discussion: """
             Unfinished and dead jobs are counted exactly through the indexes; totals of
-            succeeded and cancelled jobs are the planner's estimates, so the command stays fast
-            on tables of millions of rows. LAG is the age of the oldest due job. Latency
-            percentiles cover the 10,000 most recent attempts of the last 15 minutes. With
-            --watch the table is redrawn in place on a terminal; into a pipe or file each
-            snapshot is appended as plain text (one JSON document per line with --json).
+            succeeded and cancelled jobs are the planner's estimates, so the command
+            stays fast on tables of millions of rows. LAG is the age of the oldest due
+            job. Latency percentiles cover the 10,000 most recent attempts of the last
+            15 minutes. With --watch the table is redrawn in place on a terminal; into a
+            pipe or file each snapshot is appended as plain text (one JSON document per
+            line with --json).
 
             Examples:
               courier stats
@@ -28,7 +29,7 @@ struct StatsCommand: ParsableCommand {
     @OptionGroup var output: OutputOptions
     @Flag(help: "Refresh in place until interrupted.")
     var watch = false
-    @Option(help: "With --watch: seconds between refreshes (default 2s).")
+    @Option(help: "With --watch: seconds between refreshes.")
     var interval: String = "2s"
 
     func run() throws {

@@ -13,14 +13,16 @@ struct WebCommand: AsyncParsableCommand {
         commandName: "web",
         abstract: "Serve the operator's console (queues, jobs, dead letters, destinations, webhooks) in the browser.",
         discussion: """
-            A login is required: the password is read from --password-file (or the file named by
-            COURIER_WEB_PASSWORD_FILE), at least 12 characters on one line, and held only as a keyed
-            hash in memory. Every flag can also come from the environment (COURIER_WEB_<FLAG>, e.g.
-            COURIER_WEB_ADDRESS=127.0.0.1:8080), which is how deploy/courier-web.service configures it;
-            a flag wins over the environment. Serve it on loopback and put a TLS proxy in front for
-            anyone else; see docs/web.md. Rotating a webhook endpoint's secret in the console needs the
-            workers' secrets key (--secrets-key-file or COURIER_SECRETS_KEY_FILE); without it the
-            console shows endpoints and messages but rotates nothing.
+            A login is required: the password is read from --password-file (or the file
+            named by COURIER_WEB_PASSWORD_FILE), at least 12 characters on one line, and
+            held only as a keyed hash in memory. Every flag can also come from the
+            environment (COURIER_WEB_<FLAG>, e.g. COURIER_WEB_ADDRESS=127.0.0.1:8080),
+            which is how deploy/courier-web.service configures it; a flag wins over the
+            environment. Serve it on loopback and put a TLS proxy in front for anyone
+            else; see docs/web.md. Rotating a webhook endpoint's secret in the console
+            needs the workers' secrets key (--secrets-key-file or
+            COURIER_SECRETS_KEY_FILE); without it the console shows endpoints and
+            messages but rotates nothing.
 
             Examples:
               courier web --password-file /etc/courier/web.password

@@ -14,9 +14,10 @@ struct WorkerCommand: ParsableCommand {
         commandName: "worker",
         abstract: "Claim due jobs and deliver them, until SIGTERM or SIGINT.",
         discussion: """
-            Every flag can also come from the environment (COURIER_<FLAG>, e.g. COURIER_CONCURRENCY=200),
-            which is how deploy/courier-worker.service configures it; a flag wins over the environment.
-            Runs under systemd with Type=notify (READY=1, WATCHDOG=1, STOPPING=1).
+            Every flag can also come from the environment (COURIER_<FLAG>, e.g.
+            COURIER_CONCURRENCY=200), which is how deploy/courier-worker.service
+            configures it; a flag wins over the environment. Runs under systemd with
+            Type=notify (READY=1, WATCHDOG=1, STOPPING=1).
 
             Examples:
               courier worker

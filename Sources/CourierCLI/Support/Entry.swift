@@ -9,10 +9,13 @@ import CourierCLISupport
 #endif
 
 /// The `courier` executable's entry point: parses, runs, and maps every error to one line on
-/// stderr and an exit code (0 ok, 1 failure, 2 usage, 3 not found).
+/// stderr and an exit code (0 ok, 1 failure, 2 usage, 3 not found, 4 schema not as expected).
 public enum CourierMain {
     /// Runs `courier` with the process arguments and exits.
     public static func main() async -> Never {
+        // Line by line even into a pipe or a file: `courier demo --keep | tee` must show the
+        // database URL while the demo runs, and stdout lines must not trail stderr's.
+        lineBufferStandardOutput()
         let code = await run(Array(CommandLine.arguments.dropFirst()))
         SignalCleanup.shared.waitIfCleaning()
         exit(code)
@@ -46,6 +49,16 @@ public enum CourierMain {
             return error.exitCode.rawValue
         } catch let error as ExitCode {
             return error.rawValue
+        } catch let error as PostgresError where Self.isMissingSchema(error) {
+            // A statement met no courier schema (a database changed under a running command);
+            // `connect()` refuses unmigrated databases first.
+            printError("error: \(CLIError.describe(error)): the database lacks Courier's schema; run `courier migrate`")
+            return CourierExitCode.schemaMismatch.rawValue
+        } catch let error as PostgresError where error.sqlState == "42501" {
+            printError(
+                "error: \(CLIError.describe(error)): grant this database role courier_operator "
+                    + "(GRANT courier_operator TO <role>; see docs/operations.md, Roles and least privilege)")
+            return CourierExitCode.failure.rawValue
         } catch let error as PostgresError where Self.isInvalidInput(error) {
             printError("error: \(CLIError.describe(error))")
             return CourierExitCode.usage.rawValue
@@ -61,6 +74,14 @@ public enum CourierMain {
             printError("error: \(CLIError.describe(error))")
             return CourierExitCode.failure.rawValue
         }
+    }
+
+    /// Makes C's `stdout` (which `print` writes to) line-buffered. The global `stdout` cannot
+    /// be named under Swift 6's concurrency checking, so its address comes from the loader.
+    static func lineBufferStandardOutput() {
+        guard let symbol = dlsym(nil, "stdout") else { return }
+        guard let stream = symbol.assumingMemoryBound(to: UnsafeMutablePointer<FILE>?.self).pointee else { return }
+        setvbuf(stream, nil, _IOLBF, 0)
     }
 
     /// Prints help or the version and returns 0 when `error` is swift-argument-parser's way of
@@ -89,6 +110,12 @@ public enum CourierMain {
             thread.stackSize = 8 << 20
             thread.start()
         }
+    }
+
+    /// Undefined table or schema (42P01, 3F000) inside `courier.`: the schema is missing.
+    static func isMissingSchema(_ error: PostgresError) -> Bool {
+        guard error.sqlState == "42P01" || error.sqlState == "3F000" else { return false }
+        return error.message.contains("courier")
     }
 
     /// Bad values the database refused (courier.validate_job's 22023, a malformed value, a

@@ -192,8 +192,10 @@ final class JobLineReader: Sequence, IteratorProtocol {
             }
             job.runAt = date
         }
-        if let value = fields["max_attempts"] { job.maxAttempts = try integer(value, "max_attempts") }
-        if let value = fields["priority"] { job.priority = try integer(value, "priority") }
+        if let value = fields["max_attempts"] {
+            job.maxAttempts = try integer(value, "max_attempts", within: JobLimits.maxAttempts)
+        }
+        if let value = fields["priority"] { job.priority = try integer(value, "priority", within: JobLimits.priority) }
         if let value = fields["idempotency_key"] {
             guard let key = value as? String else { throw LineProblem(reason: "idempotency_key must be a string") }
             try storable(key, "idempotency_key")
@@ -273,17 +275,18 @@ final class JobLineReader: Sequence, IteratorProtocol {
     }
 
     /// An integer field: whole numbers only (`1.0` and `1e3` are whole, `1.5` is not), within
-    /// 32 bits (`courier.enqueue` checks the field's own range).
-    static func integer(_ value: Any, _ name: String) throws -> Int {
+    /// `range` (the one `courier.enqueue` checks, named in the problem).
+    static func integer(_ value: Any, _ name: String, within range: ClosedRange<Int>) throws -> Int {
+        let outOfRange = LineProblem(reason: "\(name) must be between \(range.lowerBound) and \(range.upperBound)")
         switch classify(value) {
         case .integer(let whole):
-            guard let result = Int32(exactly: whole) else { throw LineProblem(reason: "\(name) is out of range") }
-            return Int(result)
+            guard let result = Int(exactly: whole), range.contains(result) else { throw outOfRange }
+            return result
         case .double(let double):
             guard double == double.rounded() else { throw LineProblem(reason: "\(name) must be an integer") }
-            guard let result = Int32(exactly: double) else { throw LineProblem(reason: "\(name) is out of range") }
-            return Int(result)
-        case .outOfRange: throw LineProblem(reason: "\(name) is out of range")
+            guard abs(double) < 1e15, range.contains(Int(double)) else { throw outOfRange }
+            return Int(double)
+        case .outOfRange: throw outOfRange
         case .boolean, .notANumber: throw LineProblem(reason: "\(name) must be an integer")
         }
     }

@@ -78,14 +78,14 @@ extension BulkChangeOptions {
         func report(_ changed: Int, dryRun: Bool) throws {
             try Output.json(fields.merging([done: changed, "matching": count, "dry_run": dryRun]) { $1 })
         }
-        switch try confirm("\(verb) \(Output.count(count)) \(what)", count: count) {
+        switch try confirm("\(verb) \(Output.counted(count, what))", count: count) {
         case .nothingMatches, .report:
             if json {
                 try report(0, dryRun: dryRun)
             } else if count == 0 {
                 print("No \(what).")
             } else {
-                print("Would \(verb) \(Output.count(count)) \(what). Nothing was changed (--dry-run).")
+                print("Would \(verb) \(Output.counted(count, what)). Nothing was changed (--dry-run).")
             }
             return
         case .ask, .refuse, .proceed:
@@ -95,7 +95,7 @@ extension BulkChangeOptions {
         let changed = try change { progress.update($0) }
         progress.finish(changed)
         if json { return try report(changed, dryRun: false) }
-        var line = "\(done.prefix(1).uppercased())\(done.dropFirst()) \(Output.count(changed)) \(what)."
+        var line = "\(done.prefix(1).uppercased())\(done.dropFirst()) \(Output.counted(changed, what))."
         // Jobs can move on between the count and the change: claimed, finished, requeued by
         // someone else. They are left alone, and the operator hears of it.
         if changed < count { line += " \(Output.count(count - changed)) no longer matched." }

@@ -93,3 +93,13 @@ public enum CopyText {
         }
     }
 }
+
+/// The ranges `courier.validate_job` and `courier.settings_problem` accept for the integer
+/// fields of a job, checked in Swift too so that a value beyond a database integer is named
+/// with its flag instead of failing as `value ... is out of range for type integer`.
+public enum JobLimits {
+    /// `priority` (a smallint): lower runs first.
+    public static let priority: ClosedRange<Int> = -32768...32767
+    /// `max_attempts` of a job or a queue.
+    public static let maxAttempts: ClosedRange<Int> = 1...1000
+}

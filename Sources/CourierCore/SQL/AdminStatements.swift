@@ -350,7 +350,8 @@ public enum AdminStatements {
         DELETE FROM courier.jobs j USING doomed WHERE j.id = doomed.id
         """) { [$0.state.rawValue, $0.olderThan, $0.queue, $0.limit] }
 
-    /// Every known queue: those with settings and those with unfinished jobs.
+    /// Every known queue: those with settings and those with jobs in any state (the distinct
+    /// queues of each state found by a loose index scan, as in `knownQueues`).
     public static let listQueues = Statement<Void>("""
         SELECT n.name, coalesce(q.paused, false), q.max_attempts,
                (SELECT array_agg(extract(epoch FROM d)::float8 ORDER BY k)
@@ -358,9 +359,17 @@ public enum AdminStatements {
                q.signing_secret IS NOT NULL, q.max_in_flight,
                q.oauth_token_url, q.oauth_client_id, q.oauth_scope, q.oauth_audience
         FROM (
-            SELECT name FROM courier.queues
+            WITH RECURSIVE names AS (
+                SELECT s.state, (SELECT min(j.queue) FROM courier.jobs j WHERE j.state = s.state) AS queue
+                FROM unnest(enum_range(NULL::courier.job_state)) AS s(state)
+                UNION ALL
+                SELECT n.state, (SELECT min(j.queue) FROM courier.jobs j WHERE j.state = n.state AND j.queue > n.queue)
+                FROM names n
+                WHERE n.queue IS NOT NULL
+            )
+            SELECT queue AS name FROM names WHERE queue IS NOT NULL
             UNION
-            SELECT DISTINCT queue FROM courier.jobs WHERE state IN ('pending', 'running', 'retrying')
+            SELECT name FROM courier.queues
         ) n
         LEFT JOIN courier.queues q ON q.name = n.name
         ORDER BY n.name
