@@ -130,8 +130,8 @@ final class RolesTests: XCTestCase {
         ).rows
         XCTAssertEqual(
             try rows.map { try $0.decode(0, as: String.self) },
-            ["count_jobs_deleted", "count_jobs_inserted", "count_jobs_truncated", "count_jobs_updated", "enqueue",
-             "enqueue_raw", "fold_job_counts"])
+            ["count_jobs_deleted", "count_jobs_inserted", "count_jobs_truncated", "count_jobs_updated",
+             "endpoints_check", "enqueue", "enqueue_raw", "fold_job_counts", "publish"])
         for row in rows {
             XCTAssertEqual(try row.decode(1, as: Bool.self), true)
             XCTAssertEqual(try row.decode(2, as: String.self), "search_path=pg_catalog, pg_temp")
