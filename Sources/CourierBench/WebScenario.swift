@@ -52,6 +52,7 @@ extension BenchRunner {
             "/jobs?url=%2Fhook", "/jobs?url=no-such-text", "/jobs?before=\(middle)",
             "/jobs/\(someJob)", "/jobs/\(deadJob)", "/dead", "/dead?queue=\(deadQueue)", "/dead?error=503",
             "/dead?before=\(deadJob - 10_000)", "/dead/requeue?queue=\(deadQueue)", "/destinations",
+            "/queues/\(historyQueue)", "/queues/\(deadQueue)", "/destinations/\(host)",
         ]
         var results: [BenchResult] = []
         for page in pages {

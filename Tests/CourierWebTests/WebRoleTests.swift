@@ -20,6 +20,20 @@ final class WebRoleTests: XCTestCase {
 
         let web = WebStore(connection: connection)
         XCTAssertEqual(try web.queueOverview().map(\.name), ["billing"])
+        // The overview's hour and the queue and host pages.
+        try connection.simpleQuery("RESET ROLE")
+        try connection.query(
+            """
+            INSERT INTO courier.attempts (job_id, attempt, started_at, finished_at, duration_ms, status, worker)
+            VALUES ($1, 1, now() - interval '2 minutes', now() - interval '2 minutes', 40, 500, 'w')
+            """, [id])
+        try connection.simpleQuery("SET ROLE courier_operator")
+        XCTAssertEqual(try web.traffic().minutes.count, 60)
+        XCTAssertEqual(try web.traffic(queue: "billing").failed, 1)
+        XCTAssertEqual(try web.traffic(host: "a.example").p50, 40)
+        XCTAssertEqual(try web.traffic(queue: "other").attempts, 0)
+        XCTAssertEqual(try web.queueDetail("billing")?.jobs[.dead], 1)
+        XCTAssertNil(try web.queueDetail("other"))
         var filter = WebJobFilter()
         filter.state = .dead
         XCTAssertEqual(try web.jobs(filter, before: nil, limit: 10).jobs.map(\.id), [id])

@@ -108,9 +108,87 @@ public enum WebStatements {
         SELECT q.name, NULL, 0, NULL FROM courier.queues q
         """)
 
-    /// The highest attempt id: one probe of the primary key. Two samples a minute apart say how
-    /// many deliveries were made in between, without counting the rows.
-    public static let attemptsHighWater = Statement<Void>("SELECT coalesce(max(id), 0)::bigint FROM courier.attempts")
+    /// Which attempts `traffic` reads: all of them, one queue's or one host's, and over how many
+    /// minutes (the current one, so far, is the last).
+    public struct TrafficParameters: Sendable {
+        /// Only attempts of jobs of this queue.
+        public var queue: String?
+        /// Only attempts of jobs to this host (lower case, as `courier.url_host` stores it).
+        public var host: String?
+        /// How many minutes, the current one included.
+        public var minutes: Int
+
+        /// Parameters of `traffic`.
+        public init(queue: String? = nil, host: String? = nil, minutes: Int = 60) {
+            self.queue = queue
+            self.host = host
+            self.minutes = minutes
+        }
+    }
+
+    /// The attempts of the last `$3` minutes (the current minute so far and the `$3 - 1` whole
+    /// ones before it), one row per minute, oldest first, every minute present: its start (epoch
+    /// seconds), the attempts answered 2xx and the others (another status or no answer), and on
+    /// every row the 50th, 95th and 99th percentiles of the whole window's durations in
+    /// milliseconds (NULL without attempts). `$1` only a queue's jobs, `$2` only a host's (NULL:
+    /// all).
+    ///
+    /// It reads the window as a range of `attempts_finished_idx` (the table has no queue or
+    /// host, so a queue or host joins each attempt to its job by primary key), never the
+    /// history: the cost follows the last hour's traffic, not the millions of rows kept, and
+    /// the numbers are right from the console's first second. The window is materialized once
+    /// and both the per-minute counts and the percentiles (one sort, `percentile_cont` over an
+    /// array of fractions) read it. It is planned per call, so an unset filter drops out of the
+    /// plan.
+    public static let traffic = Statement<TrafficParameters>(
+        """
+        WITH recent AS MATERIALIZED (
+            SELECT a.finished_at, a.status, a.duration_ms
+            FROM courier.attempts a
+            WHERE a.finished_at >= date_trunc('minute', now()) - ($3::int - 1) * interval '1 minute'
+              AND a.finished_at < date_trunc('minute', now()) + interval '1 minute'
+              AND ($1::text IS NULL
+                   OR EXISTS (SELECT 1 FROM courier.jobs j WHERE j.id = a.job_id AND j.queue = $1::text))
+              AND ($2::text IS NULL
+                   OR EXISTS (SELECT 1 FROM courier.jobs j WHERE j.id = a.job_id AND j.host = $2::text))
+        ),
+        minutes AS (
+            SELECT floor(extract(epoch FROM r.finished_at
+                                 - (date_trunc('minute', now()) - ($3::int - 1) * interval '1 minute')) / 60)::int AS minute,
+                   count(*) FILTER (WHERE r.status BETWEEN 200 AND 299) AS delivered,
+                   count(*) FILTER (WHERE r.status IS NULL OR r.status NOT BETWEEN 200 AND 299) AS failed
+            FROM recent r
+            GROUP BY 1
+        ),
+        latency AS (
+            SELECT percentile_cont(ARRAY[0.5, 0.95, 0.99]::float8[]) WITHIN GROUP (ORDER BY r.duration_ms) AS p
+            FROM recent r
+        )
+        SELECT extract(epoch FROM date_trunc('minute', now()) - ($3::int - 1 - m.minute) * interval '1 minute')::float8,
+               coalesce(b.delivered, 0)::bigint, coalesce(b.failed, 0)::bigint, l.p[1], l.p[2], l.p[3]
+        FROM generate_series(0, $3::int - 1) AS m(minute)
+        LEFT JOIN minutes b ON b.minute = m.minute
+        CROSS JOIN latency l
+        ORDER BY m.minute
+        """
+    ) { [$0.queue, $0.host, $0.minutes] }
+
+    /// Queue `$1`'s settings row, without any secret: paused, max attempts, retry schedule (in
+    /// seconds, PostgreSQL's array text), whether a signing secret is set (never the secret),
+    /// the in-flight cap, how long succeeded and dead jobs are kept (seconds; NULL: the
+    /// worker's default), whether OAuth2 credentials are set, and how far ahead a job may be
+    /// scheduled. No row when the queue has no settings. One probe of the primary key.
+    public static let queueSettings = Statement<String>(
+        """
+        SELECT q.paused, q.max_attempts,
+               (SELECT array_agg(extract(epoch FROM d)::float8 ORDER BY k)
+                FROM unnest(q.retry_schedule) WITH ORDINALITY AS u(d, k))::text,
+               q.signing_secret IS NOT NULL, q.max_in_flight,
+               extract(epoch FROM q.keep_succeeded)::float8, extract(epoch FROM q.keep_dead)::float8,
+               q.oauth_token_url IS NOT NULL, extract(epoch FROM q.max_schedule_ahead)::float8
+        FROM courier.queues q WHERE q.name = $1
+        """
+    ) { [$0] }
 
     /// Records one action of the console: `$1` who (the name given at login), `$2` the peer
     /// address, `$3` the action, `$4` its target, `$5` how many jobs it changed. Texts are cut

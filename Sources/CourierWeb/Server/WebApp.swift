@@ -18,7 +18,6 @@ final class WebApp: Sendable {
     let sessions: SessionStore
     let throttle: LoginThrottle
     let feed: LiveFeed
-    let sampler: DeliverySampler
     let logger: Logger
     let pages: PageRenderer
 
@@ -41,7 +40,6 @@ final class WebApp: Sendable {
         sessions = SessionStore(idleTimeout: configuration.sessionIdleTimeout, clock: configuration.clock)
         throttle = LoginThrottle(configuration.loginFailures)
         feed = LiveFeed(database: database, interval: configuration.liveInterval)
-        sampler = DeliverySampler(database: database, interval: configuration.deliverySampleInterval)
         pages = PageRenderer(
             library: try Templates.library(), readOnly: configuration.readOnly, sessions: sessions,
             navigation: Self.areas.compactMap { $0.navigation })

@@ -45,7 +45,7 @@ public enum WebServer {
         Application(
             router: app.makeRouter(),
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port)),
-            services: [app.feed, app.sampler],
+            services: [app.feed],
             onServerRunning: { channel in listening(channel.localAddress?.port ?? 0) },
             logger: logger)
     }
