@@ -210,7 +210,7 @@ enum Templates {
         {{#hasJobs}}
         <div class="wrap"><table id="jobs">
         <thead><tr><th scope="col">Job</th><th scope="col">Queue</th><th scope="col">State</th><th scope="col">Request</th>
-        <th scope="col">Attempt</th><th scope="col">{{timeLabel}}</th><th scope="col">Last status</th><th scope="col">Last error</th>
+        <th scope="col" class="n">Attempt</th><th scope="col">{{timeLabel}}</th><th scope="col" class="n">Last status</th><th scope="col">Last error</th>
         {{#rowActions}}<th scope="col">Action</th>{{/rowActions}}</tr></thead>
         <tbody>
         {{#jobs}}
@@ -374,8 +374,8 @@ enum Templates {
         <section aria-labelledby="deliveries-heading">
         <h2 id="deliveries-heading">Newest deliveries</h2>
         {{#hasDeliveries}}<div class="wrap"><table id="deliveries">
-        <thead><tr><th scope="col">Job</th><th scope="col">Message</th><th scope="col">State</th><th scope="col">Attempt</th>
-        <th scope="col">Written</th><th scope="col">Last status</th><th scope="col">Last error</th><th scope="col">Re-send of</th></tr></thead>
+        <thead><tr><th scope="col">Job</th><th scope="col">Message</th><th scope="col">State</th><th scope="col" class="n">Attempt</th>
+        <th scope="col">Written</th><th scope="col" class="n">Last status</th><th scope="col">Last error</th><th scope="col">Re-send of</th></tr></thead>
         <tbody>
         {{#deliveries}}<tr data-job="{{jobID}}">
         <th scope="row"><a href="/jobs/{{jobID}}">{{jobID}}</a></th>
@@ -451,7 +451,7 @@ enum Templates {
         <p><button type="submit">Re-send to all</button> <small class="hint">One new delivery per enabled endpoint it went to, with the same webhook-id.</small></p></form>{{/canResendAll}}
         {{#hasDeliveries}}<div class="wrap"><table id="deliveries">
         <thead><tr><th scope="col">Job</th><th scope="col">Endpoint</th><th scope="col">URL</th><th scope="col">State</th>
-        <th scope="col">Attempt</th><th scope="col">Last status</th><th scope="col">Last error</th><th scope="col">Re-send of</th>
+        <th scope="col" class="n">Attempt</th><th scope="col" class="n">Last status</th><th scope="col">Last error</th><th scope="col">Re-send of</th>
         {{#canResendAll}}<th scope="col">Action</th>{{/canResendAll}}</tr></thead>
         <tbody>
         {{#deliveries}}<tr data-job="{{jobID}}">
