@@ -58,6 +58,22 @@ final class WebRoleTests: XCTestCase {
         }
     }
 
+    /// Every statement of `WebStatements` prepares against the schema, as `courier_operator`.
+    func testEveryWebStatementPrepares() throws {
+        let url = try TestDatabase.create(label: "webprepare")
+        defer { TestDatabase.drop(url) }
+        let connection = try PostgresConnection(url)
+        defer { connection.close() }
+        try connection.simpleQuery("SET ROLE courier_operator")
+        let statements = [
+            WebStatements.listJobs.sql, WebStatements.listJobsScanning.sql, WebStatements.queueOverview.sql,
+            WebStatements.traffic.sql, WebStatements.queueSettings.sql, WebStatements.insertAudit.sql,
+        ]
+        for (index, sql) in statements.enumerated() {
+            XCTAssertNoThrow(try connection.prepare(name: "web_\(index)", sql: sql), sql)
+        }
+    }
+
     /// The webhook pages' reads and actions work as `courier_operator` too.
     func testOperatorRunsEveryWebhookPageStatement() throws {
         let url = try TestDatabase.create(label: "webrolehooks")
