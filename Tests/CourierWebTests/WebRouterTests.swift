@@ -199,7 +199,7 @@ final class WebRouterTests: WebTestCase {
         let message = try XCTUnwrap(try webhooks.message(published.messageID))
         XCTAssertEqual(endpointDeliveries.count, 2)
         let shared = PageContent(template: "", csrf: "", actions: true, view: 0)
-        let traffic = try WebStore(connection: connection).traffic()
+        let traffic = try WebStore(connection: connection).traffic().all
         XCTAssertEqual(traffic.attempts, 1)
         let queueDetail = try XCTUnwrap(try WebStore(connection: connection).queueDetail("billing"))
 

@@ -118,6 +118,30 @@ final class WebTrafficTests: WebTestCase {
         XCTAssertTrue(destinations.contains(#"<a href="/destinations/billing.example">billing.example</a>"#))
     }
 
+    /// One read of the hour serves every page, queue and host until it is `trafficMaxAge` old,
+    /// however many pages ask at once; then the next page reads it again and sees new attempts.
+    func testOneReadOfTheHourServesEveryPageUntilItIsOld() async throws {
+        let (billing, _) = try seedHour()
+        let server = try await startServer(trafficMaxAge: .seconds(2))
+        let browser = Browser(self)
+        try await browser.login()
+        let pages = ["/queues", "/queues/billing", "/queues/emails", "/destinations/billing.example", "/destinations/mail.example"]
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for path in pages + pages {
+                group.addTask { try await browser.get(path).status }
+            }
+            for try await status in group { XCTAssertEqual(status, 200) }
+        }
+        XCTAssertEqual(server.trafficReads, 1, "the read at the start serves all ten pages")
+        try insertAttempts(job: billing, perMinute: 1, failEvery: 0)
+        let kept = try await browser.get("/queues/billing").body
+        XCTAssertEqual(figure(kept, "figure", "delivered"), "116")
+        try await Task.sleep(for: .milliseconds(2100))
+        let fresh = try await browser.get("/queues/billing").body
+        XCTAssertEqual(figure(fresh, "figure", "delivered"), "174")
+        XCTAssertEqual(server.trafficReads, 2)
+    }
+
     func testAnEmptyHourClaimsNoPeak() async throws {
         try insertJob(queue: "billing")
         try foldCounts()

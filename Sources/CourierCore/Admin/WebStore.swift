@@ -103,6 +103,35 @@ public struct Traffic: Sendable, Equatable {
     public var errorRate: Double? { attempts == 0 ? nil : Double(failed) / Double(attempts) }
 }
 
+/// The attempts of the last hour per queue, per host and over all, as one read of
+/// `WebStatements.traffic` gives them.
+public struct TrafficReport: Sendable, Equatable {
+    /// The start of each minute of the window, oldest first (the last is the current one).
+    public var minuteStarts: [Date]
+    /// Per queue with attempts in the window.
+    public var queues: [String: Traffic]
+    /// Per host with attempts in the window.
+    public var hosts: [String: Traffic]
+    /// Every attempt in the window.
+    public var all: Traffic
+
+    /// A report.
+    public init(minuteStarts: [Date], queues: [String: Traffic] = [:], hosts: [String: Traffic] = [:], all: Traffic? = nil) {
+        self.minuteStarts = minuteStarts
+        self.queues = queues
+        self.hosts = hosts
+        self.all = all ?? Traffic(minutes: minuteStarts.map { TrafficMinute(start: $0, delivered: 0, failed: 0) })
+    }
+
+    /// Queue `name`'s attempts (every minute empty when it had none).
+    public func queue(_ name: String) -> Traffic { queues[name] ?? empty }
+
+    /// Host `host`'s attempts (every minute empty when it had none).
+    public func host(_ host: String) -> Traffic { hosts[host] ?? empty }
+
+    private var empty: Traffic { Traffic(minutes: minuteStarts.map { TrafficMinute(start: $0, delivered: 0, failed: 0) }) }
+}
+
 /// One queue's page: its counts per state (maintained, so every state costs the same, the
 /// succeeded ones kept by retention too) and its settings.
 public struct QueueDetail: Sendable, Equatable {
@@ -212,21 +241,46 @@ public struct WebStore {
         return queues.values.sorted { $0.name < $1.name }
     }
 
-    /// The attempts of the last `minutes` minutes (the current one so far included), all of
-    /// them or those of one queue's or one host's jobs.
-    public func traffic(queue: String? = nil, host: String? = nil, minutes: Int = 60) throws -> Traffic {
-        let rows = try connection.run(
-            WebStatements.traffic, .init(queue: queue, host: host, minutes: max(1, minutes))).rows
-        var traffic = Traffic(minutes: [])
-        for row in rows {
-            traffic.minutes.append(TrafficMinute(
-                start: Date(timeIntervalSince1970: try row.decode(0)), delivered: try row.decode(1),
-                failed: try row.decode(2)))
-            traffic.p50 = try row.decode(3)
-            traffic.p95 = try row.decode(4)
-            traffic.p99 = try row.decode(5)
+    /// The attempts of the last `minutes` minutes (the current one so far included) per queue,
+    /// per host and over all, in one read (its own transaction, without JIT compilation).
+    public func traffic(minutes: Int = 60) throws -> TrafficReport {
+        let count = max(1, minutes)
+        let rows = try connection.transaction { connection in
+            try connection.run(WebStatements.trafficWithoutJIT)
+            return try connection.run(WebStatements.traffic, count).rows
         }
-        return traffic
+        let since = try rows.first.map { Date(timeIntervalSince1970: try $0.decode(8)) } ?? Date()
+        let starts = (0..<count).map { since.addingTimeInterval(Double($0) * 60) }
+        let empty = Traffic(minutes: starts.map { TrafficMinute(start: $0, delivered: 0, failed: 0) })
+        var report = TrafficReport(minuteStarts: starts)
+        var all = empty
+        for row in rows {
+            let kind: Int = try row.decode(0)
+            let name: String = try row.decode(1)
+            var traffic = (kind == 0 ? report.queues[name] : kind == 1 ? report.hosts[name] : all) ?? empty
+            if let minute = try row.decode(2, as: Int?.self) {
+                guard traffic.minutes.indices.contains(minute) else { continue }
+                let delivered: Int = try row.decode(3)
+                let failed: Int = try row.decode(4)
+                traffic.minutes[minute].delivered += delivered
+                traffic.minutes[minute].failed += failed
+                if kind == 0 {
+                    all.minutes[minute].delivered += delivered
+                    all.minutes[minute].failed += failed
+                }
+            } else {
+                traffic.p50 = try row.decode(5)
+                traffic.p95 = try row.decode(6)
+                traffic.p99 = try row.decode(7)
+            }
+            switch kind {
+            case 0: report.queues[name] = traffic
+            case 1: report.hosts[name] = traffic
+            default: all.p50 = traffic.p50; all.p95 = traffic.p95; all.p99 = traffic.p99
+            }
+        }
+        report.all = all
+        return report
     }
 
     /// Queue `name`'s counts and settings; nil when it has neither jobs (in any state still

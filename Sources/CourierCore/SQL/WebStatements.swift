@@ -108,70 +108,69 @@ public enum WebStatements {
         SELECT q.name, NULL, 0, NULL FROM courier.queues q
         """)
 
-    /// Which attempts `traffic` reads: all of them, one queue's or one host's, and over how many
-    /// minutes (the current one, so far, is the last).
-    public struct TrafficParameters: Sendable {
-        /// Only attempts of jobs of this queue.
-        public var queue: String?
-        /// Only attempts of jobs to this host (lower case, as `courier.url_host` stores it).
-        public var host: String?
-        /// How many minutes, the current one included.
-        public var minutes: Int
-
-        /// Parameters of `traffic`.
-        public init(queue: String? = nil, host: String? = nil, minutes: Int = 60) {
-            self.queue = queue
-            self.host = host
-            self.minutes = minutes
-        }
-    }
-
-    /// The attempts of the last `$3` minutes (the current minute so far and the `$3 - 1` whole
-    /// ones before it), one row per minute, oldest first, every minute present: its start (epoch
-    /// seconds), the attempts answered 2xx and the others (another status or no answer), and on
-    /// every row the 50th, 95th and 99th percentiles of the whole window's durations in
-    /// milliseconds (NULL without attempts). `$1` only a queue's jobs, `$2` only a host's (NULL:
-    /// all).
+    /// The attempts of the last `$1` minutes (the current minute so far and the `$1 - 1` whole
+    /// ones before it), counted per queue and minute and per host and minute, with the 50th,
+    /// 95th and 99th percentiles of their durations (milliseconds) per queue, per host and over
+    /// all. Columns: the kind of row (0 a queue, 1 a host, 2 all of them), the queue or host, the
+    /// minute (0 the oldest; NULL on a percentile row), the attempts answered 2xx and the others
+    /// (another status or no answer), the three percentiles (NULL on a minute row), and on every
+    /// row the window's start (epoch seconds). The row of kind 2 is always there.
     ///
-    /// It reads the window as a range of `attempts_finished_idx` (the table has no queue or
-    /// host, so a queue or host joins each attempt to its job by primary key), never the
-    /// history: the cost follows the last hour's traffic, not the millions of rows kept, and
-    /// the numbers are right from the console's first second. The window is materialized once
-    /// and both the per-minute counts and the percentiles (one sort, `percentile_cont` over an
-    /// array of fractions) read it. It is planned per call, so an unset filter drops out of the
-    /// plan.
-    public static let traffic = Statement<TrafficParameters>(
+    /// The window is a range of `attempts_finished_idx`, never the history: its cost follows
+    /// the hour's traffic, not the millions of rows kept, and it is right from the console's
+    /// first second. The table has no queue or host, so each attempt is joined to its job by
+    /// primary key, once for every queue and host together (the console keeps the answer for a
+    /// few seconds, `TrafficFeed`, rather than paying the join per page). The window is
+    /// materialized once and every grouping reads it.
+    public static let traffic = Statement<Int>(
         """
         WITH recent AS MATERIALIZED (
-            SELECT a.finished_at, a.status, a.duration_ms
+            SELECT j.queue, j.host, a.status, a.duration_ms,
+                   floor(extract(epoch FROM a.finished_at
+                                 - (date_trunc('minute', now()) - ($1::int - 1) * interval '1 minute')) / 60)::int AS minute
             FROM courier.attempts a
-            WHERE a.finished_at >= date_trunc('minute', now()) - ($3::int - 1) * interval '1 minute'
+            JOIN courier.jobs j ON j.id = a.job_id
+            WHERE a.finished_at >= date_trunc('minute', now()) - ($1::int - 1) * interval '1 minute'
               AND a.finished_at < date_trunc('minute', now()) + interval '1 minute'
-              AND ($1::text IS NULL
-                   OR EXISTS (SELECT 1 FROM courier.jobs j WHERE j.id = a.job_id AND j.queue = $1::text))
-              AND ($2::text IS NULL
-                   OR EXISTS (SELECT 1 FROM courier.jobs j WHERE j.id = a.job_id AND j.host = $2::text))
         ),
-        minutes AS (
-            SELECT floor(extract(epoch FROM r.finished_at
-                                 - (date_trunc('minute', now()) - ($3::int - 1) * interval '1 minute')) / 60)::int AS minute,
+        counted AS (
+            SELECT 0 AS kind, r.queue AS name, r.minute,
                    count(*) FILTER (WHERE r.status BETWEEN 200 AND 299) AS delivered,
                    count(*) FILTER (WHERE r.status IS NULL OR r.status NOT BETWEEN 200 AND 299) AS failed
-            FROM recent r
-            GROUP BY 1
+            FROM recent r GROUP BY r.queue, r.minute
+            UNION ALL
+            SELECT 1, r.host, r.minute,
+                   count(*) FILTER (WHERE r.status BETWEEN 200 AND 299),
+                   count(*) FILTER (WHERE r.status IS NULL OR r.status NOT BETWEEN 200 AND 299)
+            FROM recent r GROUP BY r.host, r.minute
         ),
         latency AS (
-            SELECT percentile_cont(ARRAY[0.5, 0.95, 0.99]::float8[]) WITHIN GROUP (ORDER BY r.duration_ms) AS p
+            SELECT 0 AS kind, r.queue AS name,
+                   percentile_cont(ARRAY[0.5, 0.95, 0.99]::float8[]) WITHIN GROUP (ORDER BY r.duration_ms) AS p
+            FROM recent r GROUP BY r.queue
+            UNION ALL
+            SELECT 1, r.host, percentile_cont(ARRAY[0.5, 0.95, 0.99]::float8[]) WITHIN GROUP (ORDER BY r.duration_ms)
+            FROM recent r GROUP BY r.host
+            UNION ALL
+            SELECT 2, '', percentile_cont(ARRAY[0.5, 0.95, 0.99]::float8[]) WITHIN GROUP (ORDER BY r.duration_ms)
             FROM recent r
         )
-        SELECT extract(epoch FROM date_trunc('minute', now()) - ($3::int - 1 - m.minute) * interval '1 minute')::float8,
-               coalesce(b.delivered, 0)::bigint, coalesce(b.failed, 0)::bigint, l.p[1], l.p[2], l.p[3]
-        FROM generate_series(0, $3::int - 1) AS m(minute)
-        LEFT JOIN minutes b ON b.minute = m.minute
-        CROSS JOIN latency l
-        ORDER BY m.minute
+        SELECT c.kind, c.name, c.minute, c.delivered::bigint, c.failed::bigint,
+               NULL::float8, NULL::float8, NULL::float8, w.since
+        FROM counted c,
+             (SELECT extract(epoch FROM date_trunc('minute', now()) - ($1::int - 1) * interval '1 minute')::float8 AS since) w
+        UNION ALL
+        SELECT l.kind, l.name, NULL, NULL, NULL, l.p[1], l.p[2], l.p[3], w.since
+        FROM latency l,
+             (SELECT extract(epoch FROM date_trunc('minute', now()) - ($1::int - 1) * interval '1 minute')::float8 AS since) w
         """
-    ) { [$0.queue, $0.host, $0.minutes] }
+    ) { [$0] }
+
+    /// Turns JIT compilation off for the rest of the transaction, for `traffic`: from about
+    /// 30,000 attempts an hour its estimated cost passes `jit_above_cost`, and compiling took
+    /// longer than the whole read does without it (264 ms against 105 to 165 ms beside 5M
+    /// finished jobs).
+    public static let trafficWithoutJIT = Statement<Void>("SET LOCAL jit = off")
 
     /// Queue `$1`'s settings row, without any secret: paused, max attempts, retry schedule (in
     /// seconds, PostgreSQL's array text), whether a signing secret is set (never the secret),

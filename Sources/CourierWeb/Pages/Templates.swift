@@ -137,7 +137,8 @@ enum Templates {
         <figcaption class="hint"><span id="traffic-summary">{{summary}}</span>
         <span class="legend"><span class="swatch ok"></span>delivered (2xx) <span class="swatch failed"></span>failed or no answer</span></figcaption>
         </figure>{{/chart}}
-        <p class="hint">From the attempts table: every attempt that finished in each minute, whenever the console started.</p>
+        <p class="hint">From the attempts table: every attempt that finished in each minute, whenever the console started
+        (read for every queue and host at once, and kept for a few seconds).</p>
         </section>
         """
 

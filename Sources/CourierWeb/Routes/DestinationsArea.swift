@@ -29,18 +29,17 @@ struct DestinationsArea: ConsoleArea {
             "destinations", DestinationsView(destinations), title: "Destinations", request: request, session: session)
     }
 
-    /// `/destinations/<host>`: the host's waiting and running jobs, its last hour from
-    /// `courier.attempts`, and its settings and breaker; a 404 page for a host with no settings,
+    /// `/destinations/<host>`: the host's waiting and running jobs, its last hour
+    /// (`TrafficFeed`), and its settings and breaker; a 404 page for a host with no settings,
     /// no waiting or running job and no attempt in the last hour.
     private func destination(_ request: Request, _ context: WebRequestContext) async throws -> Response {
         let session = try context.requireSession()
         guard let host = ConsolePath.decode(context.parameters.get("host")) else { throw HTTPError(.notFound) }
         let perHost = app.configuration.defaultPerHostLimit
-        let (destination, traffic) = try await app.database.run { connection in
-            let destination = try DestinationStore(connection: connection)
-                .list(host: host, limit: 1, defaultMaxInFlight: perHost).first
-            return (destination, try WebStore(connection: connection).traffic(host: host))
+        let destination = try await app.database.run {
+            try DestinationStore(connection: $0).list(host: host, limit: 1, defaultMaxInFlight: perHost).first
         }
+        let traffic = try await app.traffic.report().host(host)
         guard destination != nil || traffic.attempts > 0 else {
             return app.pages.message(
                 "No such destination", "No job, setting or attempt of the last hour has the host \(text: host).",

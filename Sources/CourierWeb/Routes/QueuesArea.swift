@@ -33,30 +33,24 @@ struct QueuesArea: ConsoleArea {
 
     private func queues(_ request: Request, _ context: WebRequestContext) async throws -> Response {
         let session = try context.requireSession()
-        let (queues, traffic) = try await app.database.run { connection in
-            let store = WebStore(connection: connection)
-            return (try store.queueOverview(), try store.traffic())
-        }
+        let queues = try await app.database.run { try WebStore(connection: $0).queueOverview() }
+        let traffic = try await app.traffic.report()
         return app.pages.page(
-            "queues", QueuesView(queues, traffic: traffic), title: "Queues", request: request, session: session, live: true)
+            "queues", QueuesView(queues, traffic: traffic.all), title: "Queues", request: request, session: session, live: true)
     }
 
-    /// `/queues/<name>`: the queue's counts by state, its last hour from `courier.attempts`, and
+    /// `/queues/<name>`: the queue's counts by state, its last hour (`TrafficFeed`), and
     /// its settings; a 404 page for a queue with neither jobs nor settings.
     private func queue(_ request: Request, _ context: WebRequestContext) async throws -> Response {
         let session = try context.requireSession()
         guard let name = ConsolePath.decode(context.parameters.get("name")) else { throw HTTPError(.notFound) }
-        let found = try await app.database.run { connection -> (QueueDetail, Traffic)? in
-            let store = WebStore(connection: connection)
-            guard let detail = try store.queueDetail(name) else { return nil }
-            return (detail, try store.traffic(queue: name))
-        }
-        guard let (detail, traffic) = found else {
+        let found = try await app.database.run { try WebStore(connection: $0).queueDetail(name) }
+        guard let detail = found else {
             return app.pages.message(
                 "No such queue", "There is no queue \(text: name).", back: "/queues", request: request, session: session,
                 status: .notFound)
         }
-        let view = QueueView(detail, traffic: traffic)
+        let view = QueueView(detail, traffic: try await app.traffic.report().queue(name))
         return app.pages.page("queue", view, title: "Queue \(view.name)", request: request, session: session)
     }
 
