@@ -84,7 +84,7 @@ enum StaticFiles {
           font-size: .8rem; font-variant-numeric: tabular-nums; }
         .crumbs { margin: 0; color: var(--muted); }
         .crumbs + h1 { margin-top: .2rem; }
-        .links { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; }
+        .links { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; margin: 0 0 1rem; }
         .links form.inline { display: inline; }
         h2 { font-size: 1.1rem; margin-top: 1.5rem; }
         .secret { display: block; padding: .6rem; background: var(--panel); border: 1px solid var(--line);

@@ -145,10 +145,10 @@ enum Templates {
     static let queue = """
         <p class="crumbs"><a href="/queues">Queues</a> /</p>
         <h1><span class="name">{{name}}</span> {{#paused}}<span class="state dead">paused</span>{{/paused}}{{^paused}}<span class="state succeeded">active</span>{{/paused}}</h1>
-        <p class="links"><a href="/jobs?queue={{query}}">Its jobs</a> · <a href="/dead?queue={{query}}">Its dead letters</a>
+        <div class="links"><a href="/jobs?queue={{query}}">Its jobs</a> · <a href="/dead?queue={{query}}">Its dead letters</a>
         {{#actions}}{{#path}}<form class="inline" method="post" action="/queues/{{#paused}}resume{{/paused}}{{^paused}}pause{{/paused}}">{{> csrf}}
         <input type="hidden" name="queue" value="{{name}}"><input type="hidden" name="back" value="{{path}}">
-        <button type="submit">{{#paused}}Resume{{/paused}}{{^paused}}Pause{{/paused}}</button></form>{{/path}}{{/actions}}</p>
+        <button type="submit">{{#paused}}Resume{{/paused}}{{^paused}}Pause{{/paused}}</button></form>{{/path}}{{/actions}}</div>
         <section aria-labelledby="states-heading">
         <h2 id="states-heading">Jobs by state</h2>
         <ul class="tiles" id="states">
@@ -168,10 +168,10 @@ enum Templates {
         <p class="crumbs"><a href="/destinations">Destinations</a> /</p>
         <h1><span class="name">{{host}}</span> {{#disabled}}<span class="state dead">disabled</span>{{/disabled}}{{^disabled}}<span class="state succeeded">enabled</span>{{/disabled}}</h1>
         {{#disabled}}<p class="problem" id="disabled">Disabled{{#disabledAt}} since {{disabledAt}}{{/disabledAt}}{{#disabledReason}}: {{disabledReason}}{{/disabledReason}}. No job to it is claimed until it is enabled.</p>{{/disabled}}
-        <p class="links"><a href="/jobs?host={{query}}">Its jobs</a>
+        <div class="links"><a href="/jobs?host={{query}}">Its jobs</a>
         {{#actions}}{{#path}}<form class="inline" method="post" action="/destinations/{{#disabled}}enable{{/disabled}}{{^disabled}}disable{{/disabled}}">{{> csrf}}
         <input type="hidden" name="host" value="{{host}}"><input type="hidden" name="back" value="{{path}}">
-        <button type="submit">{{#disabled}}Enable{{/disabled}}{{^disabled}}Disable{{/disabled}}</button></form>{{/path}}{{/actions}}</p>
+        <button type="submit">{{#disabled}}Enable{{/disabled}}{{^disabled}}Disable{{/disabled}}</button></form>{{/path}}{{/actions}}</div>
         <section aria-labelledby="now-heading">
         <h2 id="now-heading">Now</h2>
         <ul class="tiles" id="host-jobs">
