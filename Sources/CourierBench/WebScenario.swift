@@ -13,7 +13,8 @@ extension BenchRunner {
     /// Loads `history` succeeded jobs (each with its attempt row, as `scale` does), 20,000
     /// dead letters and 2,000 waiting jobs, starts the console in this process on 127.0.0.1,
     /// logs in, and requests each page 3 times to warm up and 20 times timed (the whole HTTP
-    /// round trip: session check, statements, rendering).
+    /// round trip: session check, statements, rendering); then times the read of the last
+    /// hour's traffic that the pages share (`WebStore.traffic`) the same way, without HTTP.
     func web(history: Int) throws -> [BenchResult] {
         let historyQueue = "bench-history"
         let deadQueue = "bench-dead"
@@ -52,14 +53,21 @@ extension BenchRunner {
             "/jobs?url=%2Fhook", "/jobs?url=no-such-text", "/jobs?before=\(middle)",
             "/jobs/\(someJob)", "/jobs/\(deadJob)", "/dead", "/dead?queue=\(deadQueue)", "/dead?error=503",
             "/dead?before=\(deadJob - 10_000)", "/dead/requeue?queue=\(deadQueue)", "/destinations",
+            "/queues/\(historyQueue)", "/queues/\(deadQueue)", "/destinations/\(host)",
         ]
         var results: [BenchResult] = []
-        for page in pages {
-            for _ in 0..<3 { _ = try client.get(page) }
+        // The pages keep the last hour for a few seconds (`TrafficFeed`); the read behind it,
+        // one pass over the hour's attempts for every queue and host, is timed on its own.
+        let trafficRead = "(the hour's traffic read, every queue and host)"
+        for page in pages + [trafficRead] {
+            let fetch: () throws -> Int = page == trafficRead
+                ? { _ = try WebStore(connection: self.connection).traffic(); return 200 }
+                : { try client.get(page) }
+            for _ in 0..<3 { _ = try fetch() }
             var times: [Double] = []
             for _ in 0..<20 {
                 let t0 = DispatchTime.now().uptimeNanoseconds
-                let status = try client.get(page)
+                let status = try fetch()
                 times.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6)
                 guard status == 200 else { throw CLIError("web: \(page) answered \(status)") }
             }

@@ -27,8 +27,9 @@ public struct WebConfiguration: Sendable {
     /// How often the shared live reader reads the queue counts while someone listens
     /// (default 2 s).
     public var liveInterval: Duration = .seconds(2)
-    /// How often the deliveries-per-minute chart samples the highest attempt id (default 15 s).
-    public var deliverySampleInterval: Duration = .seconds(15)
+    /// How long the last hour of attempts, read once for every queue and host, is kept before
+    /// a page reads it again (default 10 s).
+    public var trafficMaxAge: Duration = .seconds(10)
     /// How long a session lives without a request (default 12 h).
     public var sessionIdleTimeout: Duration = .hours(12)
     /// Tries without a correct password allowed per client address before its logins are

@@ -18,6 +18,7 @@ final class BrowserTests: WebTestCase {
                                  body: #"{"event": "invoice.paid", "id": 42}"#, createdSecondsAgo: 600, lastError: "HTTP 503")
         try insertAttempt(job: dead, attempt: 1, status: 503, error: "HTTP 503", response: "upstream busy")
         try insertAttempt(job: dead, attempt: 2, status: 503, error: "HTTP 503", response: "upstream busy")
+        try seedHourOfAttempts()
         try foldCounts()
         try await startServer(liveInterval: .milliseconds(500))
         let session = try await driver.newSession()
@@ -157,6 +158,151 @@ final class BrowserTests: WebTestCase {
         let payload = try await session.text("#payload")
         XCTAssertTrue(payload.contains("\"id\": 42"), payload)
         try await session.close()
+    }
+
+    /// The queue, host, job and dead-letter pages at a 1280-pixel desktop and a 390-pixel
+    /// phone: no sideways scroll of the page, no cell whose content overflows its column,
+    /// headers aligned like their values, date fields wide enough for their placeholders, URL
+    /// cells wide enough to read, and a screenshot of the queue page at each width.
+    func testPagesFitADesktopAndAPhone() async throws {
+        let driver = try await WebDriver.start(http: http)
+        defer { driver.stop() }
+        try seedQueues()
+        try seedHourOfAttempts()
+        let long = "https://hooks.partner-integration.example.com/v2/webhooks/incoming/"
+            + "customer-7f3a9c1e-5b2d-4e8f-a6c0-91d2e3f4a5b6/events?source=billing-reconciliation&region=eu-west-1"
+        for _ in 0..<3 { try insertJob(queue: "billing", state: .dead, url: long, lastError: "HTTP 503 from \(long): upstream unavailable, retry later") }
+        try insertJob(queue: "billing", url: long)
+        try connection.query(
+            """
+            INSERT INTO courier.destinations (host, max_in_flight, rate_limit, disabled_at, disabled_reason)
+            VALUES ('hooks.partner-integration.example.com', 20, 50, now(),
+                    'disabled in the web console by alice: their TLS certificate expired on the 23rd')
+            """)
+        try foldCounts()
+        try await startServer()
+        let session = try await driver.newSession()
+        try await session.navigate(base + "/login")
+        try await session.type("#name", "alice")
+        try await session.type("#password", WebTestCase.password)
+        try await session.click("form.login button")
+        try await session.waitForURL { $0.hasSuffix("/queues") }
+
+        let update = ProcessInfo.processInfo.environment["COURIER_UPDATE_SCREENSHOTS"] == "1"
+        let shots = FileManager.default.temporaryDirectory.appendingPathComponent("courier-web-shots-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: shots) }
+        let pages = ["/queues", "/queues/billing", "/destinations", "/destinations/hooks.partner-integration.example.com",
+                     "/jobs?queue=billing", "/dead", "/jobs/1"]
+        for (device, width, height) in [("desktop", 1280, 900), ("phone", 390, 844)] {
+            try await session.emulate(width: width, height: height, mobile: device == "phone")
+            for path in pages {
+                try await session.navigate(base + path)
+                _ = try await session.element("main h1")
+                let viewport = try await session.execute("return window.innerWidth;") as? NSNumber
+                XCTAssertEqual(viewport?.intValue, width, "\(device) \(path)")
+                let problems = try await session.execute(Self.layoutCheck) as? [String] ?? ["the check did not run"]
+                XCTAssertEqual(problems, [], "\(device) \(path)")
+            }
+            // The filter form: every field readable, the buttons together on one line.
+            try await session.navigate(base + "/jobs")
+            let form = try await session.execute(Self.filterCheck) as? [String] ?? ["the check did not run"]
+            XCTAssertEqual(form, [], device)
+
+            try await session.navigate(base + "/queues/billing")
+            _ = try await session.element("#traffic-chart")
+            let bars = try await session.elements("#traffic-chart rect.ok").count
+            XCTAssertEqual(bars, 60, device)
+            let shot = shots.appendingPathComponent("queue-\(device).png")
+            try await session.screenshot(to: shot)
+            let png = try Data(contentsOf: shot)
+            XCTAssertEqual(Array(png.prefix(8)), [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], "a PNG")
+            XCTAssertGreaterThan(png.count, 10_000)
+            if update {
+                let kept = WebTestCase.repositoryRoot.appendingPathComponent("docs/images/web-queue-\(device).png")
+                try? FileManager.default.removeItem(at: kept)
+                try FileManager.default.copyItem(at: shot, to: kept)
+            }
+        }
+        try await session.close()
+    }
+
+    /// What is wrong with the page's layout, as a list of sentences (empty: nothing). Run in
+    /// the page through WebDriver.
+    static let layoutCheck = """
+        const problems = [];
+        const root = document.documentElement;
+        if (root.scrollWidth > root.clientWidth) {
+          problems.push("the page scrolls sideways: " + root.scrollWidth + " > " + root.clientWidth);
+        }
+        const name = (el) => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className && el.className.baseVal === undefined ? "." + el.className : "");
+        document.querySelectorAll("table th, table td").forEach((cell) => {
+          if (cell.scrollWidth > cell.clientWidth) {
+            problems.push("cell overflows its column: " + name(cell) + " " + JSON.stringify(cell.textContent.trim().slice(0, 40)) + " " + cell.scrollWidth + " > " + cell.clientWidth);
+          }
+          for (const child of cell.children) {
+            const c = child.getBoundingClientRect(), r = cell.getBoundingClientRect();
+            if (c.right > r.right + 0.5 || c.left < r.left - 0.5) {
+              problems.push("content sticks out of its cell: " + name(child) + " in " + JSON.stringify(cell.textContent.trim().slice(0, 40)));
+            }
+          }
+        });
+        document.querySelectorAll("table").forEach((table) => {
+          const heads = table.querySelectorAll("thead th");
+          const row = table.querySelector("tbody tr");
+          if (!row) { return; }
+          for (let i = 0; i < heads.length && i < row.children.length; i++) {
+            const a = getComputedStyle(heads[i]).textAlign, b = getComputedStyle(row.children[i]).textAlign;
+            if (a !== b) { problems.push("table#" + table.id + " column " + JSON.stringify(heads[i].textContent) + ": header " + a + ", values " + b); }
+          }
+        });
+        document.querySelectorAll("main *").forEach((el) => {
+          if (el.closest(".wrap") || el.closest("svg")) { return; }
+          const r = el.getBoundingClientRect();
+          if (r.width > 0 && r.right > root.clientWidth + 0.5) { problems.push("sticks out of the page: " + name(el) + " to " + Math.round(r.right)); }
+        });
+        document.querySelectorAll("td.url").forEach((cell) => {
+          if (cell.clientWidth < 180) { problems.push("a URL squeezed into " + cell.clientWidth + " px"); }
+        });
+        return problems;
+        """
+
+    /// The filter form's fields: none narrower than 120 px, date fields wide enough for their
+    /// placeholders, each label above its field, and the two buttons on one line.
+    static let filterCheck = """
+        const problems = [];
+        const canvas = document.createElement("canvas").getContext("2d");
+        document.querySelectorAll("form.filters p").forEach((p) => {
+          const r = p.getBoundingClientRect();
+          if (!p.classList.contains("buttons") && r.width < 120) { problems.push("narrow field: " + p.textContent.trim() + " " + r.width); }
+          const label = p.querySelector("label"), field = p.querySelector("input, select");
+          if (label && field && label.getBoundingClientRect().bottom > field.getBoundingClientRect().top + 0.5) {
+            problems.push("label beside its field: " + label.textContent);
+          }
+        });
+        document.querySelectorAll("form.filters input[placeholder]").forEach((input) => {
+          const style = getComputedStyle(input);
+          canvas.font = style.font;
+          const needed = canvas.measureText(input.placeholder).width + parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+          if (input.clientWidth < needed) { problems.push("placeholder cut: #" + input.id + " " + input.clientWidth + " < " + Math.ceil(needed)); }
+        });
+        const buttons = document.querySelector("form.filters p.buttons");
+        const submit = buttons.querySelector("button").getBoundingClientRect(), clear = buttons.querySelector("a").getBoundingClientRect();
+        if (Math.abs(submit.top + submit.height / 2 - (clear.top + clear.height / 2)) > 4) { problems.push("Filter and Clear on two lines"); }
+        return problems;
+        """
+
+    /// An hour of attempts over billing and emails, so the charts have something to draw.
+    private func seedHourOfAttempts() throws {
+        let billing = try insertJob(queue: "billing", state: .succeeded, url: "https://api.example/hooks/invoice")
+        let emails = try insertJob(queue: "emails", state: .succeeded, url: "https://mail.example/send")
+        try connection.query(
+            """
+            INSERT INTO courier.attempts (job_id, attempt, started_at, finished_at, duration_ms, status, error, worker)
+            SELECT CASE WHEN k % 3 = 0 THEN $2::bigint ELSE $1::bigint END, 1, now() - m * interval '1 minute', now() - m * interval '1 minute',
+                   20 + (m * 37 + k * 11) % 180,
+                   CASE WHEN (m BETWEEN 20 AND 24 AND k % 2 = 0) OR k % 17 = 0 THEN 503 ELSE 200 END, NULL, 'worker-1'
+            FROM generate_series(0, 58) m, generate_series(1, 8 + (m * 7) % 13) k
+            """, [billing, emails])
     }
 
     /// Three queues with a little of everything, so the screenshot shows a console at work.
@@ -365,6 +511,15 @@ struct WebDriverSession {
             """
         let answer = try await driver.call("POST", "/session/\(id)/execute/async", ["script": script, "args": [path, form]])
         return (answer["value"] as? NSNumber)?.intValue ?? -2
+    }
+
+    /// Lays the page out as a device `width` by `height` CSS pixels wide (a phone with
+    /// `mobile`: touch, the viewport meta tag honoured), through Chromium's DevTools.
+    func emulate(width: Int, height: Int, mobile: Bool) async throws {
+        try await driver.call("POST", "/session/\(id)/goog/cdp/execute", [
+            "cmd": "Emulation.setDeviceMetricsOverride",
+            "params": ["width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile] as [String: Any],
+        ])
     }
 
     func screenshot(to file: URL) async throws {

@@ -20,6 +20,23 @@ final class WebRoleTests: XCTestCase {
 
         let web = WebStore(connection: connection)
         XCTAssertEqual(try web.queueOverview().map(\.name), ["billing"])
+        // The overview's hour and the queue and host pages.
+        try connection.simpleQuery("RESET ROLE")
+        try connection.query(
+            """
+            INSERT INTO courier.attempts (job_id, attempt, started_at, finished_at, duration_ms, status, worker)
+            VALUES ($1, 1, now() - interval '2 minutes', now() - interval '2 minutes', 40, 500, 'w')
+            """, [id])
+        try connection.simpleQuery("SET ROLE courier_operator")
+        let traffic = try web.traffic()
+        XCTAssertEqual(traffic.all.minutes.count, 60)
+        XCTAssertEqual(traffic.all.failed, 1)
+        XCTAssertEqual(traffic.queue("billing").failed, 1)
+        XCTAssertEqual(traffic.host("a.example").p50, 40)
+        XCTAssertEqual(traffic.queue("other").attempts, 0)
+        XCTAssertEqual(traffic.queue("other").minutes.count, 60)
+        XCTAssertEqual(try web.queueDetail("billing")?.jobs[.dead], 1)
+        XCTAssertNil(try web.queueDetail("other"))
         var filter = WebJobFilter()
         filter.state = .dead
         XCTAssertEqual(try web.jobs(filter, before: nil, limit: 10).jobs.map(\.id), [id])
@@ -41,6 +58,22 @@ final class WebRoleTests: XCTestCase {
             XCTAssertThrowsError(try connection.query(statement), statement) { error in
                 XCTAssertEqual((error as? PostgresError)?.sqlState, "42501", "\(error)")
             }
+        }
+    }
+
+    /// Every statement of `WebStatements` prepares against the schema, as `courier_operator`.
+    func testEveryWebStatementPrepares() throws {
+        let url = try TestDatabase.create(label: "webprepare")
+        defer { TestDatabase.drop(url) }
+        let connection = try PostgresConnection(url)
+        defer { connection.close() }
+        try connection.simpleQuery("SET ROLE courier_operator")
+        let statements = [
+            WebStatements.listJobs.sql, WebStatements.listJobsScanning.sql, WebStatements.queueOverview.sql,
+            WebStatements.traffic.sql, WebStatements.queueSettings.sql, WebStatements.insertAudit.sql,
+        ]
+        for (index, sql) in statements.enumerated() {
+            XCTAssertNoThrow(try connection.prepare(name: "web_\(index)", sql: sql), sql)
         }
     }
 

@@ -199,6 +199,9 @@ final class WebRouterTests: WebTestCase {
         let message = try XCTUnwrap(try webhooks.message(published.messageID))
         XCTAssertEqual(endpointDeliveries.count, 2)
         let shared = PageContent(template: "", csrf: "", actions: true, view: 0)
+        let traffic = try WebStore(connection: connection).traffic().all
+        XCTAssertEqual(traffic.attempts, 1)
+        let queueDetail = try XCTUnwrap(try WebStore(connection: connection).queueDetail("billing"))
 
         let views: [String: [Any]] = [
             "layout": [LayoutView(
@@ -206,7 +209,10 @@ final class WebRouterTests: WebTestCase {
                 readOnly: true, live: true, notice: "", problem: "")],
             "login": [LoginView(next: "/", name: "n")],
             "message": [MessageView(heading: "", text: "", back: ""), shared],
-            "queues": [QueuesView([QueueOverview(name: "billing")], perMinute: [1, 2]), shared],
+            "queues": [QueuesView([QueueOverview(name: "billing")], traffic: traffic), shared],
+            "traffic": [TrafficView(traffic, scope: "all queues")],
+            "queue": [QueueView(queueDetail, traffic: traffic), shared],
+            "destination": [DestinationView(destinations[0], host: destinations[0].host, traffic: traffic), shared],
             "jobs": [JobsView(query, page: page, actions: true), shared],
             "filters": [JobsView(query, page: nil, actions: true)],
             "job": [JobView(detail, actions: true), shared],

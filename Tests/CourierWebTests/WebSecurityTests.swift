@@ -9,8 +9,8 @@ import XCTest
 /// Login, sessions, CSRF, read-only and the security headers, against a real console and a
 /// real database.
 final class WebSecurityTests: WebTestCase {
-    static let getRoutes = ["/", "/queues", "/jobs", "/jobs?queue=billing", "/jobs/1", "/dead", "/dead/requeue",
-                            "/destinations", "/endpoints", "/endpoints?tenant=acme", "/endpoints/1", "/messages",
+    static let getRoutes = ["/", "/queues", "/queues/default", "/jobs", "/jobs?queue=billing", "/jobs/1", "/dead", "/dead/requeue",
+                            "/destinations", "/destinations/hooks.example", "/endpoints", "/endpoints?tenant=acme", "/endpoints/1", "/messages",
                             "/messages?tenant=acme&event_type=a.b", "/messages/1", "/events", "/no-such-page"]
     static let postRoutes = ["/queues/pause", "/queues/resume", "/jobs/1/requeue", "/dead/requeue",
                              "/destinations/enable", "/destinations/disable", "/endpoints/1/disable", "/endpoints/1/enable",
@@ -109,6 +109,9 @@ final class WebSecurityTests: WebTestCase {
     }
 
     func testSessionCookieFlagsAndSecurityHeaders() async throws {
+        let job = try insertJob(queue: "default", state: .succeeded)
+        try insertAttempt(job: job, attempt: 1, status: 200, error: nil, response: "ok")
+        try foldCounts()
         try await startServer()
         let browser = Browser(self)
         let login = try await browser.login()
@@ -121,7 +124,8 @@ final class WebSecurityTests: WebTestCase {
         let tls = try await Browser(self).login(headers: [("X-Forwarded-Proto", "https")])
         XCTAssertTrue(try XCTUnwrap(tls.headers.first(name: "set-cookie")).contains("; Secure"))
 
-        for route in ["/queues", "/jobs", "/dead", "/destinations", "/endpoints", "/messages", "/login"] {
+        for route in ["/queues", "/queues/default", "/jobs", "/dead", "/destinations", "/destinations/hooks.example",
+                      "/endpoints", "/messages", "/login"] {
             let page = try await browser.get(route)
             XCTAssertEqual(page.status, 200, route)
             XCTAssertEqual(page.headers.first(name: "content-security-policy"),
@@ -190,7 +194,8 @@ final class WebSecurityTests: WebTestCase {
         let browser = Browser(self)
         try await browser.login()
         let token = try XCTUnwrap(browser.csrf)
-        for route in ["/queues", "/jobs", "/dead", "/jobs/\(dead)", "/destinations", "/endpoints", "/messages"] {
+        for route in ["/queues", "/queues/billing", "/jobs", "/dead", "/jobs/\(dead)", "/destinations",
+                      "/destinations/hooks.example", "/endpoints", "/messages"] {
             let page = try await browser.get(route)
             XCTAssertEqual(page.status, 200, route)
             XCTAssertTrue(page.body.contains("Read-only console"), route)

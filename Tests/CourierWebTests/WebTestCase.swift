@@ -40,7 +40,8 @@ class WebTestCase: XCTestCase {
     @discardableResult
     func startServer(
         readOnly: Bool = false, pageSize: Int = 50, scanWindow: Int = 20_000, liveInterval: Duration = .seconds(2),
-        statementTimeout: Duration = .seconds(15), loginFailures: LoginFailures = LoginFailures(),
+        statementTimeout: Duration = .seconds(15), trafficMaxAge: Duration = .seconds(10),
+        loginFailures: LoginFailures = LoginFailures(),
         sessionIdleTimeout: Duration = .hours(12), clock: TestClock? = nil, secretsKey: SecretsKey? = nil,
         logs: LogCapture? = nil
     ) async throws -> RunningWebServer {
@@ -51,6 +52,7 @@ class WebTestCase: XCTestCase {
         configuration.scanWindow = scanWindow
         configuration.liveInterval = liveInterval
         configuration.statementTimeout = statementTimeout
+        configuration.trafficMaxAge = trafficMaxAge
         configuration.loginFailures = loginFailures
         configuration.sessionIdleTimeout = sessionIdleTimeout
         configuration.secretsKey = secretsKey

@@ -183,30 +183,49 @@ final class WebUnitTests: XCTestCase {
         }
     }
 
-    func testDeliveryRateSpreadsHighWaterDeltasOverMinutes() throws {
-        let t0 = Date(timeIntervalSince1970: 1_800_000_000)  // a whole minute
-        var rate = DeliveryRate()
-        XCTAssertNil(DeliveryRate.polyline(rate.perMinute(now: t0), width: 600, height: 60))
-        rate.record(t0, highWater: 1000)
-        rate.record(t0.addingTimeInterval(60), highWater: 1600)
-        rate.record(t0.addingTimeInterval(90), highWater: 1900)
-        rate.record(t0.addingTimeInterval(120), highWater: 1900)
-        rate.record(t0.addingTimeInterval(100), highWater: 5000)  // out of order: ignored
-        let minutes = rate.perMinute(now: t0.addingTimeInterval(125), minutes: 4)
-        XCTAssertEqual(minutes.count, 4)
-        XCTAssertNil(minutes[0])
-        XCTAssertNil(minutes[1])
-        XCTAssertEqual(try XCTUnwrap(minutes[2]), 600, accuracy: 0.001)
-        XCTAssertEqual(try XCTUnwrap(minutes[3]), 300, accuracy: 0.001)
-        let line = try XCTUnwrap(DeliveryRate.polyline(minutes, width: 300, height: 60))
-        XCTAssertEqual(line.points, "200.0,0.0 300.0,30.0")
-        XCTAssertEqual(line.peak, 600)
-        // A high-water mark that went down (a restored database) counts as no deliveries.
-        rate.record(t0.addingTimeInterval(180), highWater: 10)
-        XCTAssertEqual(rate.perMinute(now: t0.addingTimeInterval(185), minutes: 1), [0])
-        // Samples older than an hour are forgotten.
-        rate.record(t0.addingTimeInterval(7200), highWater: 20)
-        XCTAssertEqual(rate.samples.count, 1)
+    func testTrafficChartDrawsOneBarPerMinuteAndNeverAPeakOfNothing() throws {
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)  // 08:00 UTC, a whole minute
+        let quiet = Traffic(minutes: (0..<60).map { TrafficMinute(start: t0.addingTimeInterval(Double($0) * 60), delivered: 0, failed: 0) })
+        let empty = TrafficChart(quiet)
+        XCTAssertEqual(empty.bars.count, 60)
+        XCTAssertFalse(empty.hasAttempts)
+        XCTAssertEqual(empty.summary, "No attempt finished in the last hour.")
+        XCTAssertTrue(empty.bars.allSatisfy { $0.deliveredHeight == "0.0" && $0.failedHeight == "0.0" })
+        XCTAssertEqual(TrafficView(quiet, scope: "all queues").errorRate, "none")
+
+        var minutes = quiet.minutes
+        minutes[10].delivered = 40
+        minutes[10].failed = 10
+        minutes[59].delivered = 1  // this minute so far
+        let busy = Traffic(minutes: minutes, p50: 12, p95: 250, p99: 1500)
+        let chart = TrafficChart(busy)
+        XCTAssertEqual(chart.scale, 50)
+        XCTAssertEqual(chart.bars[10].deliveredHeight, "64.0")  // 40 of 50 in 80 units
+        XCTAssertEqual(chart.bars[10].failedHeight, "16.0")
+        XCTAssertEqual(chart.bars[10].failedY, "0.0")
+        XCTAssertEqual(chart.bars[59].deliveredHeight, "1.6")
+        XCTAssertEqual(chart.bars[1].x, "10.0")
+        XCTAssertEqual(chart.bars[10].title, "08:10 UTC: 40 delivered, 10 failed")
+        XCTAssertEqual(chart.bars[59].title, "08:59 UTC (this minute so far): 1 delivered, 0 failed")
+        XCTAssertEqual(chart.summary, "41 delivered and 10 failed in the last hour (20% failed); busiest minute 08:10 UTC with 50.")
+        let view = TrafficView(busy, scope: "this queue")
+        XCTAssertEqual(view.errorRate, "20%")
+        XCTAssertEqual([view.p50, view.p95, view.p99], ["12 ms", "250 ms", "1.5 s"])
+        // One attempt in a thousand still shows: a bar of at least one unit, a rate with a decimal.
+        XCTAssertEqual(TrafficChart.barHeight(1, peak: 1000), 1)
+        XCTAssertEqual(TrafficChart.percent(0.004), "0.4%")
+    }
+
+    func testConsolePathsCarryAnyNameInOneSegment() {
+        XCTAssertEqual(ConsolePath.queue("billing.v2"), "/queues/billing.v2")
+        XCTAssertEqual(ConsolePath.queue("a/b?c#d <x>\"e\""), "/queues/a%2Fb%3Fc%23d%20%3Cx%3E%22e%22")
+        XCTAssertEqual(ConsolePath.destination("hooks.example"), "/destinations/hooks.example")
+        XCTAssertNil(ConsolePath.queue(".."))
+        XCTAssertNil(ConsolePath.queue("."))
+        XCTAssertEqual(ConsolePath.decode("a%2Fb%3Fc%23d%20%3Cx%3E%22e%22"), "a/b?c#d <x>\"e\"")
+        XCTAssertNil(ConsolePath.decode("%E0%A4%A"))
+        XCTAssertNil(ConsolePath.decode(""))
+        XCTAssertNil(ConsolePath.decode(nil))
     }
 
     func testJSONLayoutReindentsWithoutParsing() {

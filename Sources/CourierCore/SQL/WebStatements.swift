@@ -108,9 +108,86 @@ public enum WebStatements {
         SELECT q.name, NULL, 0, NULL FROM courier.queues q
         """)
 
-    /// The highest attempt id: one probe of the primary key. Two samples a minute apart say how
-    /// many deliveries were made in between, without counting the rows.
-    public static let attemptsHighWater = Statement<Void>("SELECT coalesce(max(id), 0)::bigint FROM courier.attempts")
+    /// The attempts of the last `$1` minutes (the current minute so far and the `$1 - 1` whole
+    /// ones before it), counted per queue and minute and per host and minute, with the 50th,
+    /// 95th and 99th percentiles of their durations (milliseconds) per queue, per host and over
+    /// all. Columns: the kind of row (0 a queue, 1 a host, 2 all of them), the queue or host, the
+    /// minute (0 the oldest; NULL on a percentile row), the attempts answered 2xx and the others
+    /// (another status or no answer), the three percentiles (NULL on a minute row), and on every
+    /// row the window's start (epoch seconds). The row of kind 2 is always there.
+    ///
+    /// The window is a range of `attempts_finished_idx`, never the history: its cost follows
+    /// the hour's traffic, not the millions of rows kept, and it is right from the console's
+    /// first second. The table has no queue or host, so each attempt is joined to its job by
+    /// primary key, once for every queue and host together (the console keeps the answer for a
+    /// few seconds, `TrafficFeed`, rather than paying the join per page). The window is
+    /// materialized once and every grouping reads it.
+    public static let traffic = Statement<Int>(
+        """
+        WITH recent AS MATERIALIZED (
+            SELECT j.queue, j.host, a.status, a.duration_ms,
+                   floor(extract(epoch FROM a.finished_at
+                                 - (date_trunc('minute', now()) - ($1::int - 1) * interval '1 minute')) / 60)::int AS minute
+            FROM courier.attempts a
+            JOIN courier.jobs j ON j.id = a.job_id
+            WHERE a.finished_at >= date_trunc('minute', now()) - ($1::int - 1) * interval '1 minute'
+              AND a.finished_at < date_trunc('minute', now()) + interval '1 minute'
+        ),
+        counted AS (
+            SELECT 0 AS kind, r.queue AS name, r.minute,
+                   count(*) FILTER (WHERE r.status BETWEEN 200 AND 299) AS delivered,
+                   count(*) FILTER (WHERE r.status IS NULL OR r.status NOT BETWEEN 200 AND 299) AS failed
+            FROM recent r GROUP BY r.queue, r.minute
+            UNION ALL
+            SELECT 1, r.host, r.minute,
+                   count(*) FILTER (WHERE r.status BETWEEN 200 AND 299),
+                   count(*) FILTER (WHERE r.status IS NULL OR r.status NOT BETWEEN 200 AND 299)
+            FROM recent r GROUP BY r.host, r.minute
+        ),
+        latency AS (
+            SELECT 0 AS kind, r.queue AS name,
+                   percentile_cont(ARRAY[0.5, 0.95, 0.99]::float8[]) WITHIN GROUP (ORDER BY r.duration_ms) AS p
+            FROM recent r GROUP BY r.queue
+            UNION ALL
+            SELECT 1, r.host, percentile_cont(ARRAY[0.5, 0.95, 0.99]::float8[]) WITHIN GROUP (ORDER BY r.duration_ms)
+            FROM recent r GROUP BY r.host
+            UNION ALL
+            SELECT 2, '', percentile_cont(ARRAY[0.5, 0.95, 0.99]::float8[]) WITHIN GROUP (ORDER BY r.duration_ms)
+            FROM recent r
+        )
+        SELECT c.kind, c.name, c.minute, c.delivered::bigint, c.failed::bigint,
+               NULL::float8, NULL::float8, NULL::float8, w.since
+        FROM counted c,
+             (SELECT extract(epoch FROM date_trunc('minute', now()) - ($1::int - 1) * interval '1 minute')::float8 AS since) w
+        UNION ALL
+        SELECT l.kind, l.name, NULL, NULL, NULL, l.p[1], l.p[2], l.p[3], w.since
+        FROM latency l,
+             (SELECT extract(epoch FROM date_trunc('minute', now()) - ($1::int - 1) * interval '1 minute')::float8 AS since) w
+        """
+    ) { [$0] }
+
+    /// Turns JIT compilation off for the rest of the transaction, for `traffic`: from about
+    /// 30,000 attempts an hour its estimated cost passes `jit_above_cost`, and compiling took
+    /// longer than the whole read does without it (264 ms against 105 to 165 ms beside 5M
+    /// finished jobs).
+    public static let trafficWithoutJIT = Statement<Void>("SET LOCAL jit = off")
+
+    /// Queue `$1`'s settings row, without any secret: paused, max attempts, retry schedule (in
+    /// seconds, PostgreSQL's array text), whether a signing secret is set (never the secret),
+    /// the in-flight cap, how long succeeded and dead jobs are kept (seconds; NULL: the
+    /// worker's default), whether OAuth2 credentials are set, and how far ahead a job may be
+    /// scheduled. No row when the queue has no settings. One probe of the primary key.
+    public static let queueSettings = Statement<String>(
+        """
+        SELECT q.paused, q.max_attempts,
+               (SELECT array_agg(extract(epoch FROM d)::float8 ORDER BY k)
+                FROM unnest(q.retry_schedule) WITH ORDINALITY AS u(d, k))::text,
+               q.signing_secret IS NOT NULL, q.max_in_flight,
+               extract(epoch FROM q.keep_succeeded)::float8, extract(epoch FROM q.keep_dead)::float8,
+               q.oauth_token_url IS NOT NULL, extract(epoch FROM q.max_schedule_ahead)::float8
+        FROM courier.queues q WHERE q.name = $1
+        """
+    ) { [$0] }
 
     /// Records one action of the console: `$1` who (the name given at login), `$2` the peer
     /// address, `$3` the action, `$4` its target, `$5` how many jobs it changed. Texts are cut

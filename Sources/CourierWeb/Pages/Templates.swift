@@ -16,6 +16,7 @@ enum Templates {
         "requeueAll": requeueAll, "destinations": destinations, "message": message, "filters": filters,
         "csrf": csrf, "content": content, "endpoints": endpoints, "endpoint": endpoint,
         "rotatedSecret": rotatedSecret, "webhookMessages": webhookMessages, "webhookMessage": webhookMessage,
+        "traffic": traffic, "queue": queue, "destination": destination,
     ]
 
     /// A page's template over its view (`PageContent`): inside the section the page's own keys
@@ -72,20 +73,35 @@ enum Templates {
 
     static let queues = """
         <h1>Queues</h1>
+        <section aria-labelledby="totals-heading">
+        <h2 id="totals-heading">All queues now</h2>
+        <ul class="tiles" id="totals">
+        <li class="tile"><span class="label">Pending</span><span class="value" data-total="pending">{{totals.pending}}</span></li>
+        <li class="tile"><span class="label">Running</span><span class="value" data-total="running">{{totals.running}}</span></li>
+        <li class="tile"><span class="label">Retrying</span><span class="value" data-total="retrying">{{totals.retrying}}</span></li>
+        <li class="tile"><span class="label">Dead</span><span class="value" data-total="dead">{{totals.dead}}</span></li>
+        <li class="tile"><span class="label">Succeeded, kept</span><span class="value" data-total="succeeded">{{totals.succeeded}}</span></li>
+        </ul>
         <p class="hint" id="live-status">{{#hasQueues}}Counts as of loading the page{{/hasQueues}}</p>
+        </section>
+        {{#traffic}}{{> traffic}}{{/traffic}}
+        <section aria-labelledby="queues-heading">
+        <h2 id="queues-heading">Per queue</h2>
         {{#hasQueues}}
         <div class="wrap"><table id="queues">
         <thead><tr><th scope="col">Queue</th><th scope="col" class="n">Pending</th><th scope="col" class="n">Running</th>
-        <th scope="col" class="n">Retrying</th><th scope="col" class="n">Dead</th><th scope="col" class="n">Oldest due</th><th scope="col">State</th>
+        <th scope="col" class="n">Retrying</th><th scope="col" class="n">Dead</th><th scope="col" class="n">Succeeded</th>
+        <th scope="col" class="n">Oldest due</th><th scope="col">State</th>
         {{#actions}}<th scope="col">Action</th>{{/actions}}</tr></thead>
         <tbody>
         {{#queues}}
         <tr data-queue="{{name}}">
-        <th scope="row"><a href="/jobs?queue={{query}}">{{name}}</a></th>
-        <td class="n" data-field="pending">{{pending}}</td>
+        <th scope="row" class="name">{{#path}}<a href="{{path}}">{{name}}</a>{{/path}}{{^path}}{{name}}{{/path}}</th>
+        <td class="n" data-field="pending"><a href="/jobs?state=pending&amp;queue={{query}}">{{pending}}</a></td>
         <td class="n" data-field="running">{{running}}</td>
         <td class="n" data-field="retrying">{{retrying}}</td>
         <td class="n" data-field="dead"><a href="/dead?queue={{query}}">{{dead}}</a></td>
+        <td class="n" data-field="succeeded">{{succeeded}}</td>
         <td class="n" data-field="lag">{{lag}}</td>
         <td data-field="paused">{{#paused}}<strong>paused</strong>{{/paused}}{{^paused}}active{{/paused}}</td>
         {{#actions}}<td><form method="post" action="/queues/{{#paused}}resume{{/paused}}{{^paused}}pause{{/paused}}">{{> csrf}}
@@ -97,14 +113,78 @@ enum Templates {
         {{/hasQueues}}
         {{^hasQueues}}<p>No queue has jobs or settings yet.</p>{{/hasQueues}}
         <p class="hint">Pending counts every waiting job, due or scheduled later; oldest due is the age of the
-        oldest pending or retrying job whose time has come.</p>
-        <section aria-labelledby="rate-heading">
-        <h2 id="rate-heading">Deliveries per minute, last hour</h2>
-        {{#chart}}<svg class="chart" id="delivery-chart" viewBox="0 0 600 60" preserveAspectRatio="none" role="img"
-        aria-label="Deliveries per minute over the last hour, all queues: peak {{peak}}, last minute {{last}}">
-        <polyline points="{{points}}" fill="none" stroke="currentColor" stroke-width="2" vector-effect="non-scaling-stroke"/></svg>
-        <p class="hint">All queues: peak {{peak}} a minute, last minute {{last}}; counted since this console started.</p>{{/chart}}
-        {{^chart}}<p class="hint">The chart fills in during the console's first minutes.</p>{{/chart}}
+        oldest pending or retrying job whose time has come; succeeded counts the succeeded jobs still kept (each
+        queue's retention, 7 days unless set).</p>
+        </section>
+        """
+
+    /// The last hour of attempts (a `TrafficView`): figures, then one SVG bar per minute.
+    static let traffic = """
+        <section class="traffic" aria-labelledby="traffic-heading">
+        <h2 id="traffic-heading">Last hour, {{scope}}</h2>
+        <ul class="tiles" id="traffic-figures">
+        <li class="tile"><span class="label">Delivered</span><span class="value" data-figure="delivered">{{delivered}}</span></li>
+        <li class="tile"><span class="label">Failed</span><span class="value" data-figure="failed">{{failed}}</span></li>
+        <li class="tile"><span class="label">Error rate</span><span class="value" data-figure="error-rate">{{errorRate}}</span></li>
+        <li class="tile wide"><span class="label">Latency p50 / p95 / p99</span><span class="value" data-figure="latency">{{p50}} / {{p95}} / {{p99}}</span></li>
+        </ul>
+        {{#chart}}<figure class="chart-box">
+        <svg class="chart" id="traffic-chart" viewBox="0 0 {{width}} {{height}}" preserveAspectRatio="none" role="img"
+        aria-label="Attempts per minute over the last hour, {{scope}}: {{summary}}">
+        {{#bars}}<g><title>{{title}}</title><rect class="ok" x="{{x}}" y="{{deliveredY}}" width="{{barWidth}}" height="{{deliveredHeight}}"/><rect class="failed" x="{{x}}" y="{{failedY}}" width="{{barWidth}}" height="{{failedHeight}}"/></g>
+        {{/bars}}</svg>
+        <p class="axis"><span>{{from}} UTC</span><span>{{#hasAttempts}}top {{scale}} a minute{{/hasAttempts}}</span><span>{{to}} UTC, now</span></p>
+        <figcaption class="hint"><span id="traffic-summary">{{summary}}</span>
+        <span class="legend"><span class="swatch ok"></span>delivered (2xx) <span class="swatch failed"></span>failed or no answer</span></figcaption>
+        </figure>{{/chart}}
+        <p class="hint">From the attempts table: every attempt that finished in each minute, whenever the console started
+        (read for every queue and host at once, and kept for a few seconds).</p>
+        </section>
+        """
+
+    static let queue = """
+        <p class="crumbs"><a href="/queues">Queues</a> /</p>
+        <h1><span class="name">{{name}}</span> {{#paused}}<span class="state dead">paused</span>{{/paused}}{{^paused}}<span class="state succeeded">active</span>{{/paused}}</h1>
+        <div class="links"><a href="/jobs?queue={{query}}">Its jobs</a> · <a href="/dead?queue={{query}}">Its dead letters</a>
+        {{#actions}}{{#path}}<form class="inline" method="post" action="/queues/{{#paused}}resume{{/paused}}{{^paused}}pause{{/paused}}">{{> csrf}}
+        <input type="hidden" name="queue" value="{{name}}"><input type="hidden" name="back" value="{{path}}">
+        <button type="submit">{{#paused}}Resume{{/paused}}{{^paused}}Pause{{/paused}}</button></form>{{/path}}{{/actions}}</div>
+        <section aria-labelledby="states-heading">
+        <h2 id="states-heading">Jobs by state</h2>
+        <ul class="tiles" id="states">
+        {{#states}}<li class="tile"><a class="label" href="{{link}}">{{state}}</a><span class="value" data-state="{{state}}">{{jobs}}</span></li>
+        {{/states}}</ul>
+        <p class="hint">Oldest due: {{lag}}. Finished jobs are counted while kept: succeeded ones for {{keptSucceeded}}.
+        These are the maintained counts, exact however many jobs are kept.</p>
+        </section>
+        {{#traffic}}{{> traffic}}{{/traffic}}
+        <section aria-labelledby="settings-heading">
+        <h2 id="settings-heading">Settings</h2>
+        <dl class="facts" id="settings">{{#settings}}<dt>{{label}}</dt><dd>{{value}}</dd>{{/settings}}</dl>
+        </section>
+        """
+
+    static let destination = """
+        <p class="crumbs"><a href="/destinations">Destinations</a> /</p>
+        <h1><span class="name">{{host}}</span> {{#disabled}}<span class="state dead">disabled</span>{{/disabled}}{{^disabled}}<span class="state succeeded">enabled</span>{{/disabled}}</h1>
+        {{#disabled}}<p class="problem" id="disabled">Disabled{{#disabledAt}} since {{disabledAt}}{{/disabledAt}}{{#disabledReason}}: {{disabledReason}}{{/disabledReason}}. No job to it is claimed until it is enabled.</p>{{/disabled}}
+        <div class="links"><a href="/jobs?host={{query}}">Its jobs</a>
+        {{#actions}}{{#path}}<form class="inline" method="post" action="/destinations/{{#disabled}}enable{{/disabled}}{{^disabled}}disable{{/disabled}}">{{> csrf}}
+        <input type="hidden" name="host" value="{{host}}"><input type="hidden" name="back" value="{{path}}">
+        <button type="submit">{{#disabled}}Enable{{/disabled}}{{^disabled}}Disable{{/disabled}}</button></form>{{/path}}{{/actions}}</div>
+        <section aria-labelledby="now-heading">
+        <h2 id="now-heading">Now</h2>
+        <ul class="tiles" id="host-jobs">
+        <li class="tile"><span class="label">Due</span><span class="value" data-field="due">{{due}}</span></li>
+        <li class="tile"><span class="label">Later</span><span class="value" data-field="later">{{later}}</span></li>
+        <li class="tile"><span class="label">Running</span><span class="value" data-field="running">{{running}}</span></li>
+        <li class="tile"><span class="label">Breaker</span><span class="value" data-field="breaker">{{breaker}}</span></li>
+        </ul>
+        </section>
+        {{#traffic}}{{> traffic}}{{/traffic}}
+        <section aria-labelledby="settings-heading">
+        <h2 id="settings-heading">Settings and breaker</h2>
+        <dl class="facts" id="settings">{{#settings}}<dt>{{label}}</dt><dd>{{value}}</dd>{{/settings}}</dl>
         </section>
         """
 
@@ -117,9 +197,9 @@ enum Templates {
         {{#showHost}}<p><label for="f-host">Host</label><input id="f-host" name="host" value="{{filter.host}}"></p>{{/showHost}}
         <p><label for="f-url">URL contains</label><input id="f-url" name="url" value="{{filter.url}}"></p>
         {{#showError}}<p><label for="f-error">Error contains</label><input id="f-error" name="error" value="{{filter.error}}"></p>{{/showError}}
-        <p><label for="f-since">{{sinceLabel}} since</label><input id="f-since" name="since" value="{{filter.since}}" placeholder="2h or 2026-11-23T10:00Z"></p>
-        <p><label for="f-until">{{sinceLabel}} before</label><input id="f-until" name="until" value="{{filter.until}}" placeholder="30m or 2026-11-23T12:00Z"></p>
-        <p><button type="submit">Filter</button> <a href="{{action}}">Clear</a></p>
+        <p class="time"><label for="f-since">{{sinceLabel}} since</label><input id="f-since" name="since" value="{{filter.since}}" placeholder="2h or 2026-11-23T10:00Z"></p>
+        <p class="time"><label for="f-until">{{sinceLabel}} before</label><input id="f-until" name="until" value="{{filter.until}}" placeholder="30m or 2026-11-23T12:00Z"></p>
+        <p class="buttons"><button type="submit">Filter</button> <a href="{{action}}">Clear</a></p>
         </form>
         """
 
@@ -131,7 +211,7 @@ enum Templates {
         {{#hasJobs}}
         <div class="wrap"><table id="jobs">
         <thead><tr><th scope="col">Job</th><th scope="col">Queue</th><th scope="col">State</th><th scope="col">Request</th>
-        <th scope="col">Attempt</th><th scope="col">{{timeLabel}}</th><th scope="col">Last status</th><th scope="col">Last error</th>
+        <th scope="col" class="n">Attempt</th><th scope="col">{{timeLabel}}</th><th scope="col" class="n">Last status</th><th scope="col">Last error</th>
         {{#rowActions}}<th scope="col">Action</th>{{/rowActions}}</tr></thead>
         <tbody>
         {{#jobs}}
@@ -211,16 +291,18 @@ enum Templates {
         <h1>Destinations</h1>
         {{#hasDestinations}}
         <div class="wrap"><table id="destinations">
-        <thead><tr><th scope="col">Host</th><th scope="col">Due</th><th scope="col">Later</th><th scope="col">Running</th>
-        <th scope="col">Cap</th><th scope="col">Failure streak</th><th scope="col">Breaker</th><th scope="col">State</th>
+        <thead><tr><th scope="col">Host</th><th scope="col" class="n">Due</th><th scope="col" class="n">Later</th>
+        <th scope="col" class="n">Running</th><th scope="col" class="n">Cap</th><th scope="col" class="n">Failure streak</th>
+        <th scope="col">Breaker</th><th scope="col">State</th>
         {{#actions}}<th scope="col">Action</th>{{/actions}}</tr></thead>
         <tbody>
         {{#destinations}}
         <tr data-host="{{host}}">
-        <th scope="row"><a href="/jobs?host={{query}}">{{host}}</a></th>
-        <td class="n">{{due}}</td><td class="n">{{later}}</td><td class="n">{{running}}</td>
-        <td class="n">{{cap}}</td><td class="n">{{streak}}/{{threshold}}</td><td>{{breaker}}</td>
-        <td>{{#disabled}}<strong>disabled</strong> {{disabledReason}}{{/disabled}}{{^disabled}}enabled{{/disabled}}</td>
+        <th scope="row" class="name">{{#path}}<a href="{{path}}">{{host}}</a>{{/path}}{{^path}}{{host}}{{/path}}</th>
+        <td class="n" data-field="due"><a href="/jobs?host={{query}}">{{due}}</a></td><td class="n" data-field="later">{{later}}</td>
+        <td class="n" data-field="running">{{running}}</td><td class="n" data-field="cap">{{cap}}</td>
+        <td class="n" data-field="streak">{{streak}}/{{threshold}}</td><td data-field="breaker">{{breaker}}</td>
+        <td class="reason">{{#disabled}}<strong>disabled</strong> {{disabledReason}}{{/disabled}}{{^disabled}}enabled{{/disabled}}</td>
         {{#actions}}<td>{{#disabled}}<form method="post" action="/destinations/enable">{{> csrf}}
         <input type="hidden" name="host" value="{{host}}"><button type="submit">Enable</button></form>{{/disabled}}
         {{^disabled}}<form method="post" action="/destinations/disable">{{> csrf}}
@@ -293,8 +375,8 @@ enum Templates {
         <section aria-labelledby="deliveries-heading">
         <h2 id="deliveries-heading">Newest deliveries</h2>
         {{#hasDeliveries}}<div class="wrap"><table id="deliveries">
-        <thead><tr><th scope="col">Job</th><th scope="col">Message</th><th scope="col">State</th><th scope="col">Attempt</th>
-        <th scope="col">Written</th><th scope="col">Last status</th><th scope="col">Last error</th><th scope="col">Re-send of</th></tr></thead>
+        <thead><tr><th scope="col">Job</th><th scope="col">Message</th><th scope="col">State</th><th scope="col" class="n">Attempt</th>
+        <th scope="col">Written</th><th scope="col" class="n">Last status</th><th scope="col">Last error</th><th scope="col">Re-send of</th></tr></thead>
         <tbody>
         {{#deliveries}}<tr data-job="{{jobID}}">
         <th scope="row"><a href="/jobs/{{jobID}}">{{jobID}}</a></th>
@@ -370,7 +452,7 @@ enum Templates {
         <p><button type="submit">Re-send to all</button> <small class="hint">One new delivery per enabled endpoint it went to, with the same webhook-id.</small></p></form>{{/canResendAll}}
         {{#hasDeliveries}}<div class="wrap"><table id="deliveries">
         <thead><tr><th scope="col">Job</th><th scope="col">Endpoint</th><th scope="col">URL</th><th scope="col">State</th>
-        <th scope="col">Attempt</th><th scope="col">Last status</th><th scope="col">Last error</th><th scope="col">Re-send of</th>
+        <th scope="col" class="n">Attempt</th><th scope="col" class="n">Last status</th><th scope="col">Last error</th><th scope="col">Re-send of</th>
         {{#canResendAll}}<th scope="col">Action</th>{{/canResendAll}}</tr></thead>
         <tbody>
         {{#deliveries}}<tr data-job="{{jobID}}">

@@ -61,15 +61,19 @@ struct MessageView {
     let back: String?
 }
 
-/// `/queues`: per queue its counts and state, and the deliveries chart.
+/// `/queues`: totals over every queue, per queue its counts and state, and the last hour of
+/// attempts.
 struct QueuesView {
     let queues: [Row]
     let hasQueues: Bool
-    let chart: Chart?
+    let totals: Totals
+    let traffic: TrafficView
 
     /// One queue.
     struct Row {
         let name: Shown
+        /// The queue's page (nil for a name no path carries).
+        let path: String?
         /// The name as a query value, for the links to its jobs.
         let query: String
         let paused: Bool
@@ -77,30 +81,177 @@ struct QueuesView {
         let running: Int
         let retrying: Int
         let dead: Int
+        let succeeded: Int
         let lag: String
     }
 
-    /// The deliveries-per-minute line.
-    struct Chart {
-        let points: String
-        let peak: Int
-        let last: Int
+    /// Every queue together.
+    struct Totals {
+        let pending: Int
+        let running: Int
+        let retrying: Int
+        let dead: Int
+        let succeeded: Int
     }
 
-    init(_ queues: [QueueOverview], perMinute: [Double?]) {
+    init(_ queues: [QueueOverview], traffic: Traffic) {
         self.queues = queues.map { queue in
             Row(
-                name: .text(queue.name), query: FormData.encode(queue.name), paused: queue.paused,
-                pending: queue.jobs[.pending] ?? 0, running: queue.jobs[.running] ?? 0,
+                name: .text(queue.name), path: ConsolePath.queue(queue.name), query: FormData.encode(queue.name),
+                paused: queue.paused, pending: queue.jobs[.pending] ?? 0, running: queue.jobs[.running] ?? 0,
                 retrying: queue.jobs[.retrying] ?? 0, dead: queue.jobs[.dead] ?? 0,
-                lag: PageFormat.age(queue.lag.seconds))
+                succeeded: queue.jobs[.succeeded] ?? 0, lag: PageFormat.age(queue.lag.seconds))
         }
         hasQueues = !queues.isEmpty
-        chart = DeliveryRate.polyline(perMinute, width: 600, height: 60).map { line in
-            Chart(
-                points: line.points, peak: Int(line.peak.rounded()),
-                last: Int((perMinute.last { $0 != nil } ?? 0)?.rounded() ?? 0))
+        func total(_ state: JobState) -> Int { queues.reduce(0) { $0 + ($1.jobs[state] ?? 0) } }
+        totals = Totals(
+            pending: total(.pending), running: total(.running), retrying: total(.retrying), dead: total(.dead),
+            succeeded: total(.succeeded))
+        self.traffic = TrafficView(traffic, scope: "all queues")
+    }
+}
+
+/// The last hour of attempts of all queues, one queue or one host: the chart and its figures
+/// (the `traffic` partial).
+struct TrafficView {
+    let chart: TrafficChart
+    /// Whose attempts, in words (`all queues`, `this queue`, `this host`).
+    let scope: String
+    let delivered: Int
+    let failed: Int
+    let errorRate: String
+    let hasLatency: Bool
+    let p50: String
+    let p95: String
+    let p99: String
+
+    init(_ traffic: Traffic, scope: String) {
+        chart = TrafficChart(traffic)
+        self.scope = scope
+        delivered = traffic.delivered
+        failed = traffic.failed
+        errorRate = traffic.errorRate.map(TrafficChart.percent) ?? "none"
+        hasLatency = traffic.p50 != nil
+        p50 = traffic.p50.map(PageFormat.milliseconds) ?? "-"
+        p95 = traffic.p95.map(PageFormat.milliseconds) ?? "-"
+        p99 = traffic.p99.map(PageFormat.milliseconds) ?? "-"
+    }
+}
+
+/// One fact of a settings list: its name and value (the console's words and numbers; nothing
+/// stored but numbers and durations).
+struct SettingItem {
+    let label: String
+    let value: String
+}
+
+/// `/queues/<name>`: one queue's counts by state, its last hour and its settings.
+struct QueueView {
+    let name: Shown
+    /// This page, where pausing and resuming come back to.
+    let path: String?
+    /// The name as a query value, for the links to its jobs.
+    let query: String
+    let paused: Bool
+    let states: [StateCount]
+    let lag: String
+    let traffic: TrafficView
+    let settings: [SettingItem]
+    /// What "succeeded" covers: the retention in force.
+    let keptSucceeded: String
+
+    /// One state and its jobs.
+    struct StateCount {
+        let state: String
+        let jobs: Int
+        /// The list of those jobs.
+        let link: String
+    }
+
+    init(_ queue: QueueDetail, traffic: Traffic) {
+        name = .text(queue.name)
+        path = ConsolePath.queue(queue.name)
+        query = FormData.encode(queue.name)
+        paused = queue.paused
+        let query = self.query
+        states = JobState.allCases.map { state in
+            StateCount(
+                state: state.rawValue, jobs: queue.jobs[state] ?? 0,
+                link: (state == .dead ? "/dead?queue=" : "/jobs?state=\(state.rawValue)&queue=") + query)
         }
+        lag = PageFormat.age(queue.lag.seconds)
+        self.traffic = TrafficView(traffic, scope: "this queue")
+        keptSucceeded = queue.keepSucceeded.map { PageFormat.age($0.inSeconds) } ?? "7d (the worker's default)"
+        settings = [
+            SettingItem(label: "State", value: queue.paused ? "paused: workers skip it" : "active"),
+            SettingItem(
+                label: "Max attempts",
+                value: queue.maxAttempts.map(String.init) ?? "\(Defaults.maxAttempts) (default)"),
+            SettingItem(
+                label: "Retry schedule",
+                value: queue.retrySchedule.map { $0.isEmpty ? "none" : $0.map { PageFormat.age($0.inSeconds) }.joined(separator: ", ") }
+                    ?? "default (exponential backoff)"),
+            SettingItem(
+                label: "Max in flight", value: queue.maxInFlight.map { "\($0) per worker" } ?? "no cap of its own"),
+            SettingItem(label: "Signing secret", value: queue.signed ? "set (never shown)" : "not set"),
+            SettingItem(label: "OAuth2 token", value: queue.oauth ? "set (credentials never shown)" : "not set"),
+            SettingItem(
+                label: "Keeps succeeded jobs",
+                value: queue.keepSucceeded.map { PageFormat.age($0.inSeconds) } ?? "the worker's default (7d)"),
+            SettingItem(
+                label: "Keeps dead jobs", value: queue.keepDead.map { PageFormat.age($0.inSeconds) } ?? "the worker's default (30d)"),
+            SettingItem(
+                label: "Schedules ahead at most",
+                value: queue.maxScheduleAhead.map { PageFormat.age($0.inSeconds) } ?? "no limit of its own"),
+        ]
+    }
+}
+
+/// `/destinations/<host>`: one host's waiting and running jobs, its last hour, cap, rate
+/// limit, breaker and whether it is disabled.
+struct DestinationView {
+    let host: Shown
+    /// This page, where disabling and enabling come back to.
+    let path: String?
+    let query: String
+    let due: Int
+    let later: Int
+    let running: Int
+    let disabled: Bool
+    let disabledAt: String?
+    let disabledReason: Shown?
+    let breaker: Shown
+    let traffic: TrafficView
+    let settings: [SettingItem]
+
+    init(_ destination: DestinationInfo?, host: String, traffic: Traffic) {
+        self.host = .text(host)
+        path = ConsolePath.destination(host)
+        query = FormData.encode(host)
+        due = destination?.due ?? 0
+        later = destination?.later ?? 0
+        running = destination?.running ?? 0
+        disabled = destination?.disabledAt != nil
+        disabledAt = destination?.disabledAt.map(PageFormat.time)
+        disabledReason = destination?.disabledReason.map { .message($0) }
+        breaker = .text(destination?.breaker ?? "closed")
+        self.traffic = TrafficView(traffic, scope: "this host")
+        guard let d = destination else {
+            settings = [SettingItem(label: "Settings", value: "none: the workers' defaults")]
+            return
+        }
+        var items = [
+            SettingItem(label: "Cap", value: d.maxInFlightIsDefault ? "\(d.maxInFlight) in flight (the workers' default)" : "\(d.maxInFlight) in flight"),
+            SettingItem(label: "Rate limit", value: d.rateLimit.map { String(format: "%g requests a second", $0) } ?? "none"),
+            SettingItem(label: "Failure streak", value: "\(d.failureStreak) of \(d.breakerThreshold) that open the breaker"),
+            SettingItem(label: "Breaker cooldown", value: PageFormat.age(d.breakerCooldown.inSeconds)),
+        ]
+        if let opened = d.openedAt { items.append(SettingItem(label: "Breaker opened", value: PageFormat.time(opened))) }
+        if let probe = d.probeAt { items.append(SettingItem(label: "Next probe", value: PageFormat.time(probe))) }
+        items.append(SettingItem(label: "410 Gone", value: d.disableOnGone ? "disables the host" : "kills only that job"))
+        if let success = d.lastSuccessAt { items.append(SettingItem(label: "Last answer", value: PageFormat.time(success))) }
+        if let failure = d.lastFailureAt { items.append(SettingItem(label: "Last failure", value: PageFormat.time(failure))) }
+        settings = items
     }
 }
 
@@ -383,6 +534,8 @@ struct DestinationsView {
     /// One host.
     struct Row {
         let host: Shown
+        /// The host's page (nil for a host no path carries).
+        let path: String?
         let query: String
         let due: Int
         let later: Int
@@ -398,7 +551,7 @@ struct DestinationsView {
     init(_ destinations: [DestinationInfo]) {
         self.destinations = destinations.map { d in
             Row(
-                host: .text(d.host), query: FormData.encode(d.host), due: d.due, later: d.later, running: d.running,
+                host: .text(d.host), path: ConsolePath.destination(d.host), query: FormData.encode(d.host), due: d.due, later: d.later, running: d.running,
                 cap: d.maxInFlightIsDefault ? "\(d.maxInFlight) (default)" : "\(d.maxInFlight)",
                 streak: d.failureStreak, threshold: d.breakerThreshold, breaker: .text(d.breaker),
                 disabled: d.disabledAt != nil, disabledReason: d.disabledReason.map { "(\(message: $0))" })

@@ -32,3 +32,28 @@ extension ConsoleArea {
         return id
     }
 }
+
+/// The paths of the pages named by stored text (a queue, a host): the text as one path
+/// segment, percent-encoded, and back.
+enum ConsolePath {
+    /// `/queues/<name>`; nil for a name no path can carry (`.` and `..`, which browsers and
+    /// HTTP clients remove from a path, encoded or not).
+    static func queue(_ name: String) -> String? { segment(name).map { "/queues/" + $0 } }
+
+    /// `/destinations/<host>`; nil as for `queue`.
+    static func destination(_ host: String) -> String? { segment(host).map { "/destinations/" + $0 } }
+
+    /// `text` as one path segment: every byte but the unreserved ones percent-encoded, so `/`,
+    /// `?`, `#`, quotes and angle brackets stay inside it.
+    static func segment(_ text: String) -> String? {
+        guard !text.isEmpty, text != ".", text != ".." else { return nil }
+        return FormData.encode(text)
+    }
+
+    /// A route's segment as the text it names; nil for a missing, empty or malformed one (the
+    /// page is then a 404).
+    static func decode(_ segment: String?) -> String? {
+        guard let text = segment?.removingPercentEncoding, !text.isEmpty else { return nil }
+        return text
+    }
+}

@@ -1,7 +1,8 @@
 import CourierCore
 import Hummingbird
 
-/// `/destinations`: per host its jobs, cap and breaker; disabling and enabling a host.
+/// `/destinations`: per host its jobs, cap and breaker; one host's page
+/// (`/destinations/<host>`); disabling and enabling a host.
 struct DestinationsArea: ConsoleArea {
     static let navigation: NavigationLink? = NavigationLink(path: "/destinations", label: "Destinations")
 
@@ -12,6 +13,7 @@ struct DestinationsArea: ConsoleArea {
     func routes() -> RouteCollection<WebRequestContext> {
         let routes = RouteCollection(context: WebRequestContext.self)
         routes.get("/destinations", use: list)
+        routes.get("/destinations/:host", use: destination)
         routes.post("/destinations/disable") { request, context in try await setEnabled(false, request, context) }
         routes.post("/destinations/enable") { request, context in try await setEnabled(true, request, context) }
         return routes
@@ -25,6 +27,26 @@ struct DestinationsArea: ConsoleArea {
         }
         return app.pages.page(
             "destinations", DestinationsView(destinations), title: "Destinations", request: request, session: session)
+    }
+
+    /// `/destinations/<host>`: the host's waiting and running jobs, its last hour
+    /// (`TrafficFeed`), and its settings and breaker; a 404 page for a host with no settings,
+    /// no waiting or running job and no attempt in the last hour.
+    private func destination(_ request: Request, _ context: WebRequestContext) async throws -> Response {
+        let session = try context.requireSession()
+        guard let host = ConsolePath.decode(context.parameters.get("host")) else { throw HTTPError(.notFound) }
+        let perHost = app.configuration.defaultPerHostLimit
+        let destination = try await app.database.run {
+            try DestinationStore(connection: $0).list(host: host, limit: 1, defaultMaxInFlight: perHost).first
+        }
+        let traffic = try await app.traffic.report().host(host)
+        guard destination != nil || traffic.attempts > 0 else {
+            return app.pages.message(
+                "No such destination", "No job, setting or attempt of the last hour has the host \(text: host).",
+                back: "/destinations", request: request, session: session, status: .notFound)
+        }
+        let view = DestinationView(destination, host: host, traffic: traffic)
+        return app.pages.page("destination", view, title: "Destination \(view.host)", request: request, session: session)
     }
 
     private func setEnabled(_ enabled: Bool, _ request: Request, _ context: WebRequestContext) async throws -> Response {
@@ -47,6 +69,6 @@ struct DestinationsArea: ConsoleArea {
         let done: Shown = enabled ? "enabled" : "disabled"
         app.sessions.setNotice(
             session.cookie, changed ? "\(text: host) \(done)." : "\(text: host) has no settings: nothing to enable.")
-        return PageRenderer.redirect("/destinations")
+        return PageRenderer.redirect(WebApp.localPath(context.form["back"]) ?? "/destinations")
     }
 }

@@ -2,7 +2,8 @@ import CourierCore
 import Hummingbird
 import NIOCore
 
-/// `/queues`: the queues' counts, pausing and resuming, and the live updates of `/events`.
+/// `/queues`: the queues' totals, counts and last hour; one queue's page (`/queues/<name>`);
+/// pausing and resuming; and the live updates of `/events`.
 struct QueuesArea: ConsoleArea {
     static let navigation: NavigationLink? = NavigationLink(path: "/queues", label: "Queues")
 
@@ -14,6 +15,7 @@ struct QueuesArea: ConsoleArea {
         let routes = RouteCollection(context: WebRequestContext.self)
         routes.get("/") { _, _ in PageRenderer.redirect("/queues") }
         routes.get("/queues", use: queues)
+        routes.get("/queues/:name", use: queue)
         routes.post("/queues/pause") { request, context in try await setPaused(true, request, context) }
         routes.post("/queues/resume") { request, context in try await setPaused(false, request, context) }
         return routes
@@ -32,8 +34,24 @@ struct QueuesArea: ConsoleArea {
     private func queues(_ request: Request, _ context: WebRequestContext) async throws -> Response {
         let session = try context.requireSession()
         let queues = try await app.database.run { try WebStore(connection: $0).queueOverview() }
-        let view = QueuesView(queues, perMinute: app.sampler.perMinute())
-        return app.pages.page("queues", view, title: "Queues", request: request, session: session, live: true)
+        let traffic = try await app.traffic.report()
+        return app.pages.page(
+            "queues", QueuesView(queues, traffic: traffic.all), title: "Queues", request: request, session: session, live: true)
+    }
+
+    /// `/queues/<name>`: the queue's counts by state, its last hour (`TrafficFeed`), and
+    /// its settings; a 404 page for a queue with neither jobs nor settings.
+    private func queue(_ request: Request, _ context: WebRequestContext) async throws -> Response {
+        let session = try context.requireSession()
+        guard let name = ConsolePath.decode(context.parameters.get("name")) else { throw HTTPError(.notFound) }
+        let found = try await app.database.run { try WebStore(connection: $0).queueDetail(name) }
+        guard let detail = found else {
+            return app.pages.message(
+                "No such queue", "There is no queue \(text: name).", back: "/queues", request: request, session: session,
+                status: .notFound)
+        }
+        let view = QueueView(detail, traffic: try await app.traffic.report().queue(name))
+        return app.pages.page("queue", view, title: "Queue \(view.name)", request: request, session: session)
     }
 
     private func setPaused(_ paused: Bool, _ request: Request, _ context: WebRequestContext) async throws -> Response {
@@ -56,7 +74,7 @@ struct QueuesArea: ConsoleArea {
         }
         let done: Shown = paused ? "paused" : "resumed"
         app.sessions.setNotice(session.cookie, "Queue \(text: queue) \(done).")
-        return PageRenderer.redirect("/queues")
+        return PageRenderer.redirect(WebApp.localPath(context.form["back"]) ?? "/queues")
     }
 
     /// The server-sent events of the shared live reader, until the browser goes or the feed stops.

@@ -83,7 +83,7 @@ final class LiveFeed: Service, @unchecked Sendable {
                 "name": queue.name, "paused": queue.paused,
                 "pending": queue.jobs[.pending] ?? 0, "running": queue.jobs[.running] ?? 0,
                 "retrying": queue.jobs[.retrying] ?? 0, "dead": queue.jobs[.dead] ?? 0,
-                "lag": PageFormat.age(queue.lag.seconds),
+                "succeeded": queue.jobs[.succeeded] ?? 0, "lag": PageFormat.age(queue.lag.seconds),
             ]
         }
         let data = (try? JSONSerialization.data(withJSONObject: ["queues": items], options: [.sortedKeys])) ?? Data()

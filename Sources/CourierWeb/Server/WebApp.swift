@@ -18,7 +18,7 @@ final class WebApp: Sendable {
     let sessions: SessionStore
     let throttle: LoginThrottle
     let feed: LiveFeed
-    let sampler: DeliverySampler
+    let traffic: TrafficFeed
     let logger: Logger
     let pages: PageRenderer
 
@@ -41,7 +41,7 @@ final class WebApp: Sendable {
         sessions = SessionStore(idleTimeout: configuration.sessionIdleTimeout, clock: configuration.clock)
         throttle = LoginThrottle(configuration.loginFailures)
         feed = LiveFeed(database: database, interval: configuration.liveInterval)
-        sampler = DeliverySampler(database: database, interval: configuration.deliverySampleInterval)
+        traffic = TrafficFeed(database: database, maxAge: configuration.trafficMaxAge)
         pages = PageRenderer(
             library: try Templates.library(), readOnly: configuration.readOnly, sessions: sessions,
             navigation: Self.areas.compactMap { $0.navigation })

@@ -45,7 +45,7 @@ public enum WebServer {
         Application(
             router: app.makeRouter(),
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port)),
-            services: [app.feed, app.sampler],
+            services: [app.feed, app.traffic],
             onServerRunning: { channel in listening(channel.localAddress?.port ?? 0) },
             logger: logger)
     }
@@ -66,6 +66,9 @@ public final class RunningWebServer: Sendable {
 
     /// Database reads the shared live reader made so far.
     public var liveReads: Int { app.feed.reads.current }
+
+    /// Reads of the last hour's attempts made so far (`TrafficFeed`).
+    public var trafficReads: Int { app.traffic.reads.current }
 
     /// Browsers listening to the live updates now.
     public var liveSubscribers: Int { app.feed.subscriberCount }
