@@ -151,15 +151,28 @@ extension BenchRunner {
         let deliveries = messages * endpointCount
         let workerFlags = ["--secrets-key-file", keyFile]
         let rounds = 3
+        let plainQueue = "bench-webhooks-plain"
+        let signedPlainQueue = "bench-webhooks-signed"
         try endpoints(tenant: tenant, count: endpointCount, queue: queue, key: key)
+        // Plain jobs twice: unsigned, and in a queue with a signing secret, which pays the same
+        // HMAC per request as an endpoint's delivery; the fan-out's own cost is the difference
+        // to the second.
+        var change = QueueSettingsChange()
+        change.signingSecret = .some(SecretsKey.newWebhookSecret())
+        try store.update(signedPlainQueue, change)
         var plain: [BenchResult] = []
+        var signedPlain: [BenchResult] = []
         var fanned: [BenchResult] = []
         for round in 1...rounds {
-            say("webhooks: drain round \(round) of \(rounds): \(Output.count(deliveries)) plain jobs, then as many fan-out deliveries...")
+            say("webhooks: drain round \(round) of \(rounds): \(Output.count(deliveries)) plain jobs, as many signed plain jobs, then as many fan-out deliveries...")
             let (plainResult, _) = try drainLike(
-                name: "drain-plain", queue: "bench-webhooks-plain", jobs: deliveries, path: "/hook", retrySchedule: nil,
+                name: "drain-plain", queue: plainQueue, jobs: deliveries, path: "/hook", retrySchedule: nil,
                 extraWorker: workerFlags)
             plain.append(plainResult)
+            let (signedResult, _) = try drainLike(
+                name: "drain-plain-signed", queue: signedPlainQueue, jobs: deliveries, path: "/hook", retrySchedule: nil,
+                extraWorker: workerFlags)
+            signedPlain.append(signedResult)
             try reset(queue)
             for statement in BenchStatements.resetTenant.dropFirst() { try connection.run(statement, tenant) }
             try store.setPaused(queue, true)
@@ -187,23 +200,29 @@ extension BenchRunner {
                 cpuPerThousand: cpuPerThousand(before, after, jobs: deliveries), peakRSS: after?.peakRSS, detail: ""))
         }
         try reset(queue)
-        try reset("bench-webhooks-plain")
+        try reset(plainQueue)
+        try reset(signedPlainQueue)
         for statement in BenchStatements.resetTenant { try connection.run(statement, tenant) }
         func median(_ results: [BenchResult]) -> BenchResult {
             results.sorted { $0.rate < $1.rate }[results.count / 2]
         }
         var result = median(fanned)
         let plainMedian = median(plain)
-        let plainRate = plainMedian.rate
-        let ratio = result.rate / plainRate
+        let signedMedian = median(signedPlain)
+        let ratio = result.rate / plainMedian.rate
+        let signedRatio = result.rate / signedMedian.rate
+        func rates(_ results: [BenchResult]) -> String { results.map { Output.count(Int($0.rate)) }.joined(separator: ", ") }
         result.detail = String(
-            format: "%d endpoints, signed; plain jobs beside it: %@ jobs/s (%.0f%%), worker CPU %.3f s/1K; rounds: webhooks %@, plain %@",
-            endpointCount, Output.count(Int(plainRate)), ratio * 100, plainMedian.cpuPerThousand ?? 0,
-            fanned.map { Output.count(Int($0.rate)) }.joined(separator: ", "),
-            plain.map { Output.count(Int($0.rate)) }.joined(separator: ", "))
-        result.extra["plain_jobs_per_second"] = plainRate.rounded()
+            format: "%d endpoints, signed; plain jobs: %@ jobs/s (%.0f%%), signed plain jobs: %@ jobs/s (%.0f%%); worker CPU s/1K plain %.3f, signed plain %.3f; rounds: webhooks %@, plain %@, signed plain %@",
+            endpointCount, Output.count(Int(plainMedian.rate)), ratio * 100, Output.count(Int(signedMedian.rate)),
+            signedRatio * 100, plainMedian.cpuPerThousand ?? 0, signedMedian.cpuPerThousand ?? 0, rates(fanned), rates(plain),
+            rates(signedPlain))
+        result.extra["plain_jobs_per_second"] = plainMedian.rate.rounded()
         result.extra["plain_worker_cpu_seconds_per_1000_jobs"] = Output.orNull(plainMedian.cpuPerThousand)
+        result.extra["signed_plain_jobs_per_second"] = signedMedian.rate.rounded()
+        result.extra["signed_plain_worker_cpu_seconds_per_1000_jobs"] = Output.orNull(signedMedian.cpuPerThousand)
         result.extra["webhooks_vs_plain"] = (ratio * 1000).rounded() / 1000
+        result.extra["webhooks_vs_signed_plain"] = (signedRatio * 1000).rounded() / 1000
         return result
     }
 }
