@@ -133,13 +133,14 @@ final class WorkerUnderStressTests: WorkerTestCase {
         let pgctl = try self.pgctl()
         let sink = try await startSink(delay: { 2 })
         let ids = try (0..<60).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue, maxAttempts: 5) }
-        _ = try startPool(id: "outage-a", concurrency: 10, lease: .seconds(60))
-        _ = try startPool(id: "outage-b", concurrency: 10, lease: .seconds(60))
+        // A 12 s lease and a 20 s outage (60 s and 75 s before: the same story, a minute shorter).
+        _ = try startPool(id: "outage-a", concurrency: 10, lease: .seconds(12))
+        _ = try startPool(id: "outage-b", concurrency: 10, lease: .seconds(12))
         try await waitForRequests(10)
         probe.close()
         XCTAssertEqual(runShellCommand("\(pgctl) -m fast -w -t 60 stop"), 0, "pg_ctl stop failed")
         // Longer than the lease: every lease held at the stop has run out when the server returns.
-        try await Task.sleep(nanoseconds: 75_000_000_000)
+        try await Task.sleep(nanoseconds: 20_000_000_000)
         XCTAssertEqual(runShellCommand("\(pgctl) -w -t 60 start"), 0, "pg_ctl start failed")
         probe = try JobsProbe(url: url)
         XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(90)))
