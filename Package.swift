@@ -90,6 +90,7 @@ let package = Package(
                 .embedInCode("Migrations/0009_web_audit.sql"),
                 .embedInCode("Migrations/0010_claim_lanes.sql"),
                 .embedInCode("Migrations/0011_webhooks.sql"),
+                .embedInCode("Migrations/0012_deliveries.sql"),
             ],
             swiftSettings: strict
         ),

@@ -15,5 +15,6 @@ public enum EmbeddedMigrations {
         Migration(fileName: "0009_web_audit.sql", bytes: PackageResources._009_web_audit_sql),
         Migration(fileName: "0010_claim_lanes.sql", bytes: PackageResources._010_claim_lanes_sql),
         Migration(fileName: "0011_webhooks.sql", bytes: PackageResources._011_webhooks_sql),
+        Migration(fileName: "0012_deliveries.sql", bytes: PackageResources._012_deliveries_sql),
     ]
 }

@@ -163,12 +163,19 @@ public enum BenchStatements {
         SELECT courier.enqueue(url => $1, payload => $2::jsonb, queue => $3)
         """, planning: .prepared) { [$0.url, PostgresJSON($0.payload), $0.queue] }
 
-    /// Removes tenant `$1`'s endpoints (their secrets and pacing go with them) and messages, so
-    /// a rerun starts from none.
+    /// Removes tenant `$1`'s endpoints (their secrets and pacing go with them), messages and
+    /// their links, so a rerun starts from none.
     public static let resetTenant = [
         Statement<String>("DELETE FROM courier.endpoints WHERE tenant = $1") { [$0] },
+        Statement<String>("""
+            DELETE FROM courier.deliveries l USING courier.messages m WHERE m.tenant = $1 AND l.message_id = m.id
+            """) { [$0] },
         Statement<String>("DELETE FROM courier.messages WHERE tenant = $1") { [$0] },
     ]
+
+    /// The server's data directory (needs a superuser or pg_read_all_settings), whose
+    /// `postmaster.pid` lets the bench read the cluster's CPU from /proc.
+    public static let dataDirectory = Statement<Void>("SELECT current_setting('data_directory')")
 
     /// Writes out what a load dirtied (needs a superuser or pg_checkpoint).
     public static let checkpoint = Statement<Void>("CHECKPOINT")

@@ -68,8 +68,9 @@ public enum WebhookStatements {
         FROM courier.endpoints e
         CROSS JOIN LATERAL (
         """ + deliveryCounts + """
-            FROM (SELECT j.id, j.state, j.last_status, j.finished_at FROM courier.jobs j
-                  WHERE j.endpoint_id = e.id ORDER BY j.id DESC LIMIT 100) d
+            FROM (SELECT j.id, j.state, j.last_status, j.finished_at
+                  FROM courier.deliveries l JOIN courier.jobs j ON j.id = l.job_id
+                  WHERE l.endpoint_id = e.id ORDER BY l.job_id DESC LIMIT 100) d
         ) r
         """
 
@@ -86,7 +87,7 @@ public enum WebhookStatements {
         """
 
     /// Endpoints, of tenant `$1` when given, newest first, at most `$2`; each with its last
-    /// 100 deliveries counted through `jobs_endpoint_idx`.
+    /// 100 deliveries counted through `deliveries_endpoint_idx`.
     public static let listEndpoints = Statement<(tenant: String?, limit: Int)>(endpointColumns + """
 
         WHERE $1::text IS NULL OR e.tenant = $1::text
@@ -144,29 +145,33 @@ public enum WebhookStatements {
         """) { [$0] }
 
     /// Endpoint `$1`'s newest `$2` deliveries, newest first: a backward walk of
-    /// `jobs_endpoint_idx (endpoint_id, id)` that stops after `$2` rows, however long its history.
+    /// `deliveries_endpoint_idx (endpoint_id, job_id)` that stops after `$2` rows, however long
+    /// its history.
     public static let endpointDeliveries = Statement<(endpointID: Int64, limit: Int)>(deliveryColumns + """
 
-        WHERE j.endpoint_id = $1
-        ORDER BY j.id DESC
+        WHERE l.endpoint_id = $1
+        ORDER BY l.job_id DESC
         LIMIT $2
         """) { [$0.endpointID, $0.limit] }
 
     /// What `endpointDeliveries` and `messageDeliveries` return for each delivery, in
     /// `WebhookStore.decodeDelivery`'s order: the job and the endpoint's URL now (NULL once deleted).
+    /// The caller filters the links `l` (a delivery whose job retention removed is left out).
     static let deliveryColumns = """
         SELECT j.id, j.message_id, j.endpoint_id, e.url, j.resent_from, j.state::text, j.attempt, j.max_attempts,
                j.last_status, j.last_error, j.run_at, j.finished_at, j.created_at
-        FROM courier.jobs j
+        FROM courier.deliveries l
+        JOIN courier.jobs j ON j.id = l.job_id
         LEFT JOIN courier.endpoints e ON e.id = j.endpoint_id
         """
 
     /// Cancels endpoint `$1`'s waiting deliveries (before it is deleted): they would go to a
     /// receiver nobody registers any more. Running ones finish. Returns how many.
     public static let cancelEndpointDeliveries = Statement<Int64>("""
-        UPDATE courier.jobs SET state = 'cancelled', finished_at = now(), updated_at = now(),
+        UPDATE courier.jobs j SET state = 'cancelled', finished_at = now(), updated_at = now(),
             last_error = 'cancelled: the endpoint was deleted'
-        WHERE endpoint_id = $1 AND state IN ('pending', 'retrying')
+        FROM courier.deliveries l
+        WHERE l.endpoint_id = $1 AND j.id = l.job_id AND j.state IN ('pending', 'retrying')
         """) { [$0] }
 
     /// Deletes endpoint `$1` (its secrets and pacing go with it); its deliveries stay as history.
@@ -195,7 +200,7 @@ public enum WebhookStatements {
         FROM courier.messages m
         CROSS JOIN LATERAL (
         """ + deliveryCounts + """
-            FROM courier.jobs d WHERE d.message_id = m.id
+            FROM courier.deliveries l JOIN courier.jobs d ON d.id = l.job_id WHERE l.message_id = m.id
         ) c
         """
 
@@ -238,17 +243,31 @@ public enum WebhookStatements {
     /// Message `$1`'s deliveries, oldest first, with each endpoint's URL (NULL once deleted).
     public static let messageDeliveries = Statement<Int64>(deliveryColumns + """
 
-        WHERE j.message_id = $1
-        ORDER BY j.id
+        WHERE l.message_id = $1
+        ORDER BY l.job_id
         """) { [$0] }
 
     /// The delivery row a re-send or recovery writes for message `m` to endpoint `e`: the
     /// endpoint's URL and headers now, the message's body and `webhook-id`, the queue's attempts.
+    /// The statement's rows (`FROM ...`) go between it and `resendLinks`.
     static let resendInsert = """
+        WITH written AS (
         INSERT INTO courier.jobs (queue, method, url, headers, body, max_attempts, message_id, endpoint_id, resent_from)
         SELECT e.queue, 'POST', e.url, courier.message_headers(m.id, e.headers),
                courier.message_body(m.event_type, m.created_at, m.payload),
                coalesce(q.max_attempts, 10), m.id, e.id, t.previous
+        """
+
+    /// The end of a re-send or recovery: each new job's link, and the jobs in id order.
+    static let resendLinks = """
+
+        RETURNING id, message_id, endpoint_id, resent_from
+        ),
+        linked AS (
+            INSERT INTO courier.deliveries (message_id, job_id, endpoint_id)
+            SELECT w.message_id, w.id, w.endpoint_id FROM written w
+        )
+        SELECT w.id, w.message_id, w.endpoint_id, w.resent_from FROM written w ORDER BY w.id
         """
 
     /// Re-sends message `$1` to endpoint `$2`, or (NULL) to every endpoint it was delivered to:
@@ -258,50 +277,54 @@ public enum WebhookStatements {
 
         FROM courier.messages m
         JOIN LATERAL (
-            (SELECT DISTINCT ON (j.endpoint_id) j.endpoint_id, j.id AS previous
-             FROM courier.jobs j
-             WHERE j.message_id = m.id AND j.endpoint_id IS NOT NULL AND $2::bigint IS NULL
-             ORDER BY j.endpoint_id, j.id DESC)
+            (SELECT DISTINCT ON (l.endpoint_id) l.endpoint_id, l.job_id AS previous
+             FROM courier.deliveries l
+             WHERE l.message_id = m.id AND $2::bigint IS NULL
+             ORDER BY l.endpoint_id, l.job_id DESC)
             UNION ALL
-            SELECT $2::bigint, (SELECT max(j.id) FROM courier.jobs j WHERE j.message_id = m.id AND j.endpoint_id = $2::bigint)
+            SELECT $2::bigint, (SELECT max(l.job_id) FROM courier.deliveries l
+                                WHERE l.message_id = m.id AND l.endpoint_id = $2::bigint)
             WHERE $2::bigint IS NOT NULL
         ) t ON true
         JOIN courier.endpoints e ON e.id = t.endpoint_id
         LEFT JOIN courier.queues q ON q.name = e.queue
         WHERE m.id = $1 AND e.disabled_at IS NULL AND coalesce(e.tenant, '') = coalesce(m.tenant, '')
         ORDER BY e.id
-        RETURNING id, message_id, endpoint_id, resent_from
-        """) { [$0.messageID, $0.endpointID] }
+        """ + resendLinks) { [$0.messageID, $0.endpointID] }
 
     /// Recovers endpoint `$1`: re-sends every message published since `$2` whose latest
     /// delivery to it is dead. Messages are found by time (`messages_created_idx`), their
-    /// deliveries to this endpoint through `jobs_message_idx`.
+    /// deliveries to this endpoint through `deliveries_pkey`.
     public static let recover = Statement<(endpointID: Int64, since: Date)>(resendInsert + """
 
         FROM courier.endpoints e
         JOIN courier.messages m ON coalesce(m.tenant, '') = coalesce(e.tenant, '') AND m.created_at >= $2
         JOIN LATERAL (
-            SELECT j.id AS previous, j.state FROM courier.jobs j
-            WHERE j.message_id = m.id AND j.endpoint_id = e.id
-            ORDER BY j.id DESC LIMIT 1
+            SELECT l.job_id AS previous, j.state
+            FROM courier.deliveries l JOIN courier.jobs j ON j.id = l.job_id
+            WHERE l.message_id = m.id AND l.endpoint_id = e.id
+            ORDER BY l.job_id DESC LIMIT 1
         ) t ON t.state = 'dead'
         LEFT JOIN courier.queues q ON q.name = e.queue
         WHERE e.id = $1
         ORDER BY m.id
-        RETURNING id, message_id, endpoint_id, resent_from
-        """) { [$0.endpointID, $0.since] }
+        """ + resendLinks) { [$0.endpointID, $0.since] }
 
     /// Deletes up to `$2` messages published more than `$1` ms ago that have no delivery left
-    /// (their jobs were removed by retention, or none matched): the worker's maintenance pass.
-    /// Oldest first through `messages_created_idx`; each candidate's jobs are probed through
-    /// `jobs_message_idx`.
+    /// (their jobs were removed by retention, or none matched), with their links: the worker's
+    /// maintenance pass. Oldest first through `messages_created_idx`; each candidate's jobs are
+    /// probed through its links. Returns how many messages went.
     public static let purgeMessages = Statement<(olderThan: Duration, limit: Int)>("""
         WITH doomed AS (
             SELECT m.id FROM courier.messages m
             WHERE m.created_at < now() - $1::bigint * interval '1 millisecond'
-              AND NOT EXISTS (SELECT 1 FROM courier.jobs j WHERE j.message_id = m.id)
+              AND NOT EXISTS (SELECT 1 FROM courier.deliveries l JOIN courier.jobs j ON j.id = l.job_id
+                              WHERE l.message_id = m.id)
             ORDER BY m.created_at
             LIMIT $2
+        ),
+        unlinked AS (
+            DELETE FROM courier.deliveries l USING doomed WHERE l.message_id = doomed.id
         )
         DELETE FROM courier.messages m USING doomed WHERE m.id = doomed.id
         """) { [$0.olderThan.inMilliseconds, $0.limit] }
