@@ -88,6 +88,13 @@ package struct BenchRunner {
 
     var store: AdminStore { AdminStore(connection: connection) }
 
+    /// The database cluster's CPU, when it runs on this machine and its data directory can be
+    /// read (the throwaway cluster always; a `--database-url` server usually not).
+    var server: ServerCPU? {
+        guard let directory: String = try? connection.run(BenchStatements.dataDirectory)[0].decode(0) else { return nil }
+        return ServerCPU(dataDirectory: directory)
+    }
+
     /// A ~200-byte JSON event.
     package static func payload(_ n: Int) -> [UInt8] {
         let text = #"{"type":"invoice.paid","id":"evt_\#(String(format: "%010d", n))","created":1764000000,"#
@@ -165,9 +172,10 @@ package struct BenchRunner {
         }
     }
 
-    /// Bulk-enqueues into a paused queue, starts the worker, resumes, and times the drain.
+    /// Bulk-enqueues into a paused queue (with `settle`, then vacuums and analyzes the jobs, as
+    /// autovacuum would soon), starts the worker, resumes, and times the drain.
     func drainLike(name: String, queue: String, jobs: Int, path: String, retrySchedule: [Double]?,
-                           extraWorker: [String] = [], hosts: Int? = nil,
+                           extraWorker: [String] = [], hosts: Int? = nil, settle: Bool = false,
                            sample: ((WorkerProcess) -> Void)? = nil) throws -> (BenchResult, Double) {
         try reset(queue)
         try store.setPaused(queue, true)
@@ -176,29 +184,43 @@ package struct BenchRunner {
         let report = try store.importJobs(pieces, skipInvalid: false)
         let enqueueSeconds = Date().timeIntervalSince(enqueueStart)
         guard report.inserted == jobs else { throw CLIError("bench: enqueued \(report.inserted) of \(jobs) jobs") }
+        if settle { try connection.simpleQuery(BenchStatements.settleJobs.sql) }
+        var result = try timeDrain(name: name, queue: queue, jobs: jobs, extraWorker: extraWorker, sample: sample)
+        result.extra["enqueue_seconds"] = (enqueueSeconds * 1000).rounded() / 1000
+        result.extra["enqueue_jobs_per_second"] = (Double(jobs) / enqueueSeconds).rounded()
+        return (result, enqueueSeconds)
+    }
+
+    /// Starts a worker for paused queue `queue`, which holds `jobs` due jobs, resumes the queue
+    /// and times the drain: the worker's CPU and peak memory, the database's CPU, the attempts
+    /// and the worker's claim counters.
+    func timeDrain(name: String, queue: String, jobs: Int, extraWorker: [String] = [],
+                   sample: ((WorkerProcess) -> Void)? = nil) throws -> BenchResult {
         let metricsPort = (try? ThrowawayCluster.freePort()) ?? 0
         let process = try startWorker(queue: queue, extra: extraWorker + ["--metrics-port", String(metricsPort)])
         defer { process.stop() }
+        let server = self.server
+        let serverBefore = server?.seconds
         let before = process.stats
         let started = Date()
         try store.setPaused(queue, false)
         _ = try connection.run(BenchStatements.wake, queue)
         let finished = try waitForSucceeded(queue, count: jobs, started: started, sample: sample.map { f in { f(process) } })
         let after = process.stats
+        let serverAfter = server?.seconds
         let counters = BenchMetrics.scrape(port: metricsPort)
         let seconds = finished.timeIntervalSince(started)
         let cpu = cpuPerThousand(before, after, jobs: jobs)
         let attempts: Int = try connection.run(BenchStatements.attemptCount, queue)[0].decode(0)
         var result = BenchResult(name: name, jobs: jobs, seconds: seconds, cpuPerThousand: cpu, peakRSS: after?.peakRSS, detail: "")
         result.extra["attempts"] = attempts
-        result.extra["enqueue_seconds"] = (enqueueSeconds * 1000).rounded() / 1000
-        result.extra["enqueue_jobs_per_second"] = (Double(jobs) / enqueueSeconds).rounded()
+        result.extra["server_cpu_seconds_per_1000_jobs"] = Output.orNull(serverPerThousand(serverBefore, serverAfter, jobs: jobs))
         if let claimed = counters["courier_jobs_claimed_total"], let claims = counters["courier_claims_total"] {
             result.extra["claimed_per_delivery"] = (claimed / Double(attempts) * 1000).rounded() / 1000
             result.extra["claims"] = Int(claims)
             result.extra["deferred"] = Int(counters["courier_jobs_deferred_total"] ?? 0)
         }
-        return (result, enqueueSeconds)
+        return result
     }
 
     /// The jobs claimed per delivery and claim statements, as the detail column shows them.
@@ -501,6 +523,12 @@ package struct BenchRunner {
 }
 
 /// Worker CPU seconds per 1,000 jobs between two readings.
+/// The database cluster's CPU seconds per 1,000 jobs between two readings.
+package func serverPerThousand(_ before: Double?, _ after: Double?, jobs: Int) -> Double? {
+    guard let before, let after, jobs > 0 else { return nil }
+    return (after - before) / Double(jobs) * 1000
+}
+
 package func cpuPerThousand(_ before: ProcessStats?, _ after: ProcessStats?, jobs: Int) -> Double? {
     guard let before, let after, jobs > 0 else { return nil }
     return (after.cpuSeconds - before.cpuSeconds) / Double(jobs) * 1000

@@ -32,6 +32,48 @@ package struct ProcessStats {
     package static func current() -> ProcessStats { read(pid: getpid()) ?? ProcessStats(cpuSeconds: 0, peakRSS: 0) }
 }
 
+/// The CPU a local PostgreSQL cluster has used, read from /proc: what the drain costs the
+/// database besides the worker.
+package struct ServerCPU {
+    /// The postmaster's process id.
+    package let postmaster: pid_t
+
+    /// The cluster whose data directory is `dataDirectory` (its `postmaster.pid` names the
+    /// postmaster); nil when that file cannot be read (a server on another machine or user).
+    package init?(dataDirectory: String) {
+        guard let text = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8),
+              let first = text.split(separator: "\n").first, let pid = pid_t(first), pid > 0
+        else { return nil }
+        postmaster = pid
+    }
+
+    /// CPU seconds so far: the postmaster's own and those of the children it reaped (ended
+    /// connections), plus every live child's (backends, WAL writer, checkpointer, autovacuum).
+    package var seconds: Double? {
+        guard let own = Self.times(postmaster) else { return nil }
+        var ticks = own.user + own.system + own.childrenUser + own.childrenSystem
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        for entry in entries {
+            guard let pid = pid_t(entry), pid != postmaster, let child = Self.times(pid), child.parent == postmaster else { continue }
+            ticks += child.user + child.system
+        }
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Fields 4 (parent) and 14-17 (user, system, and reaped children's user and system ticks)
+    /// of `/proc/<pid>/stat`.
+    private static func times(_ pid: pid_t) -> (parent: pid_t, user: Double, system: Double, childrenUser: Double, childrenSystem: Double)? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")")
+        else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 14, let parent = pid_t(fields[1]), let user = Double(fields[11]), let system = Double(fields[12]),
+              let childrenUser = Double(fields[13]), let childrenSystem = Double(fields[14])
+        else { return nil }
+        return (parent, user, system, childrenUser, childrenSystem)
+    }
+}
+
 /// A `courier worker` child process started by the benchmark: the real worker path, measured
 /// from outside.
 package final class WorkerProcess {

@@ -141,7 +141,7 @@ extension BenchRunner {
     }
 
     /// A drain of `jobs` fan-out deliveries (10 endpoints at the sink, each delivery signed)
-    /// beside drains of as many plain jobs, alternating plain, webhooks, three rounds; the
+    /// beside drains of as many plain jobs, unsigned and signed, in turns over five rounds; the
     /// medians of each.
     private func webhookDrain(key: SecretsKey, keyFile: String, jobs: Int) throws -> BenchResult {
         let tenant = "bench-drain"
@@ -150,7 +150,7 @@ extension BenchRunner {
         let messages = max(1, jobs / endpointCount)
         let deliveries = messages * endpointCount
         let workerFlags = ["--secrets-key-file", keyFile]
-        let rounds = 3
+        let rounds = 5
         let plainQueue = "bench-webhooks-plain"
         let signedPlainQueue = "bench-webhooks-signed"
         try endpoints(tenant: tenant, count: endpointCount, queue: queue, key: key)
@@ -163,41 +163,26 @@ extension BenchRunner {
         var plain: [BenchResult] = []
         var signedPlain: [BenchResult] = []
         var fanned: [BenchResult] = []
-        for round in 1...rounds {
-            say("webhooks: drain round \(round) of \(rounds): \(Output.count(deliveries)) plain jobs, as many signed plain jobs, then as many fan-out deliveries...")
-            let (plainResult, _) = try drainLike(
-                name: "drain-plain", queue: plainQueue, jobs: deliveries, path: "/hook", retrySchedule: nil,
-                extraWorker: workerFlags)
-            plain.append(plainResult)
-            let (signedResult, _) = try drainLike(
-                name: "drain-plain-signed", queue: signedPlainQueue, jobs: deliveries, path: "/hook", retrySchedule: nil,
-                extraWorker: workerFlags)
-            signedPlain.append(signedResult)
-            try reset(queue)
-            for statement in BenchStatements.resetTenant.dropFirst() { try connection.run(statement, tenant) }
-            try store.setPaused(queue, true)
-            var n = 0
-            while n < messages {
-                let size = min(100, messages - n)
-                try connection.transaction { connection in
-                    for i in n..<(n + size) {
-                        try connection.run(
-                            BenchStatements.publish, (eventType: "invoice.paid", payload: Self.eventPayload(i), tenant: tenant))
-                    }
+        // The order turns every round, so none of the three always drains after the others'
+        // dead rows; each drain starts from a vacuumed, analyzed table (`settle`).
+        enum Kind: CaseIterable { case plain, signedPlain, webhooks }
+        for round in 0..<rounds {
+            let order = (0..<3).map { Kind.allCases[($0 + round) % 3] }
+            say("webhooks: drain round \(round + 1) of \(rounds): \(Output.count(deliveries)) each of plain jobs, signed plain jobs and fan-out deliveries...")
+            for kind in order {
+                switch kind {
+                case .plain:
+                    plain.append(try drainLike(
+                        name: "drain-plain", queue: plainQueue, jobs: deliveries, path: "/hook", retrySchedule: nil,
+                        extraWorker: workerFlags, settle: true).0)
+                case .signedPlain:
+                    signedPlain.append(try drainLike(
+                        name: "drain-plain-signed", queue: signedPlainQueue, jobs: deliveries, path: "/hook", retrySchedule: nil,
+                        extraWorker: workerFlags, settle: true).0)
+                case .webhooks:
+                    fanned.append(try fanoutDrain(queue: queue, tenant: tenant, messages: messages, workerFlags: workerFlags))
                 }
-                n += size
             }
-            let process = try startWorker(queue: queue, extra: workerFlags)
-            defer { process.stop() }
-            let before = process.stats
-            let started = Date()
-            try store.setPaused(queue, false)
-            _ = try connection.run(BenchStatements.wake, queue)
-            let finished = try waitForSucceeded(queue, count: deliveries, started: started)
-            let after = process.stats
-            fanned.append(BenchResult(
-                name: "drain-webhooks", jobs: deliveries, seconds: finished.timeIntervalSince(started),
-                cpuPerThousand: cpuPerThousand(before, after, jobs: deliveries), peakRSS: after?.peakRSS, detail: ""))
         }
         try reset(queue)
         try reset(plainQueue)
@@ -212,11 +197,14 @@ extension BenchRunner {
         let ratio = result.rate / plainMedian.rate
         let signedRatio = result.rate / signedMedian.rate
         func rates(_ results: [BenchResult]) -> String { results.map { Output.count(Int($0.rate)) }.joined(separator: ", ") }
+        func serverCPU(_ result: BenchResult) -> String {
+            (result.extra["server_cpu_seconds_per_1000_jobs"] as? Double).map { String(format: "%.3f", $0) } ?? "-"
+        }
         result.detail = String(
-            format: "%d endpoints, signed; plain jobs: %@ jobs/s (%.0f%%), signed plain jobs: %@ jobs/s (%.0f%%); worker CPU s/1K plain %.3f, signed plain %.3f; rounds: webhooks %@, plain %@, signed plain %@",
+            format: "%d endpoints, signed; plain jobs: %@ jobs/s (%.0f%%), signed plain jobs: %@ jobs/s (%.0f%%); worker CPU s/1K plain %.3f, signed plain %.3f; PostgreSQL CPU s/1K webhooks %@, plain %@, signed plain %@; rounds: webhooks %@, plain %@, signed plain %@",
             endpointCount, Output.count(Int(plainMedian.rate)), ratio * 100, Output.count(Int(signedMedian.rate)),
-            signedRatio * 100, plainMedian.cpuPerThousand ?? 0, signedMedian.cpuPerThousand ?? 0, rates(fanned), rates(plain),
-            rates(signedPlain))
+            signedRatio * 100, plainMedian.cpuPerThousand ?? 0, signedMedian.cpuPerThousand ?? 0, serverCPU(result),
+            serverCPU(plainMedian), serverCPU(signedMedian), rates(fanned), rates(plain), rates(signedPlain))
         result.extra["plain_jobs_per_second"] = plainMedian.rate.rounded()
         result.extra["plain_worker_cpu_seconds_per_1000_jobs"] = Output.orNull(plainMedian.cpuPerThousand)
         result.extra["signed_plain_jobs_per_second"] = signedMedian.rate.rounded()
@@ -224,5 +212,27 @@ extension BenchRunner {
         result.extra["webhooks_vs_plain"] = (ratio * 1000).rounded() / 1000
         result.extra["webhooks_vs_signed_plain"] = (signedRatio * 1000).rounded() / 1000
         return result
+    }
+
+    /// Publishes `messages` messages to tenant `tenant`'s endpoints (100 per transaction, the
+    /// queue paused), then times a worker draining them.
+    private func fanoutDrain(queue: String, tenant: String, messages: Int, workerFlags: [String]) throws -> BenchResult {
+        try reset(queue)
+        for statement in BenchStatements.resetTenant.dropFirst() { try connection.run(statement, tenant) }
+        try store.setPaused(queue, true)
+        var n = 0
+        while n < messages {
+            let size = min(100, messages - n)
+            try connection.transaction { connection in
+                for i in n..<(n + size) {
+                    try connection.run(
+                        BenchStatements.publish, (eventType: "invoice.paid", payload: Self.eventPayload(i), tenant: tenant))
+                }
+            }
+            n += size
+        }
+        let deliveries: Int = try connection.run(BenchStatements.queueJobs, queue)[0].decode(0)
+        try connection.simpleQuery(BenchStatements.settleJobs.sql)
+        return try timeDrain(name: "drain-webhooks", queue: queue, jobs: deliveries, extraWorker: workerFlags)
     }
 }
