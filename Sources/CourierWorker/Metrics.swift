@@ -25,6 +25,7 @@ public final class WorkerMetrics: @unchecked Sendable {
         "courier_destinations_breaker_open": "Destinations whose circuit breaker is open or half-open.",
         "courier_destinations_disabled": "Destinations disabled by an operator or a 410 Gone.",
         "courier_destinations_running": "Jobs running at all destinations, across every worker.",
+        "courier_endpoints_disabled": "Webhook endpoints disabled, by an operator or by their health.",
     ]
 
     /// Claim transactions run.
@@ -111,12 +112,14 @@ public final class WorkerMetrics: @unchecked Sendable {
         return "\(status / 100)xx"
     }
 
-    /// Publishes how many destinations have an open breaker, are disabled, or are at their
-    /// in-flight cap (fleet-wide figures: every worker reports the same).
+    /// Publishes how many destinations have an open breaker or are disabled, the requests
+    /// running at them, and how many webhook endpoints are disabled (fleet-wide figures: every
+    /// worker reports the same).
     func recordDestinations(_ health: DestinationHealth) {
         Gauge(label: "courier_destinations_breaker_open").record(health.breakerOpen)
         Gauge(label: "courier_destinations_disabled").record(health.disabled)
         Gauge(label: "courier_destinations_running").record(health.running)
+        Gauge(label: "courier_endpoints_disabled").record(health.endpointsDisabled)
     }
 
     /// Publishes per-queue due depth and the age of the oldest due job; queues that no longer

@@ -198,7 +198,9 @@ public final class WorkerPool: @unchecked Sendable {
         var connection: PostgresConnection?
         var next: DispatchWorkItem?
         var finished = false
-        var lastDepth = DispatchTime(uptimeNanoseconds: 0)
+        /// When the gauges were last read; nil until the first reading. (Not a DispatchTime of
+        /// uptime 0: Dispatch takes a raw value of 0 as "now", so a reading never came due.)
+        var lastDepth: DispatchTime?
     }
 
     private func scheduleMaintenance(after delay: Duration) {
@@ -229,7 +231,8 @@ public final class WorkerPool: @unchecked Sendable {
             let connection = maintenance.connection!
             let report = try maintainOnce(connection)
             delay = configuration.retentionBudget.nextPass(after: report, interval: configuration.maintenanceInterval)
-            if DispatchTime.now() >= maintenance.lastDepth + DispatchTimeInterval(configuration.maintenanceInterval * 0.9) {
+            let depthDue = maintenance.lastDepth.map { .now() >= $0 + DispatchTimeInterval(configuration.maintenanceInterval * 0.9) } ?? true
+            if depthDue {
                 let store = JobStore(connection: connection, workerID: configuration.workerID)
                 metrics.recordDepth(try store.queueDepth(queues: configuration.queues))
                 metrics.recordDestinations(try store.destinationHealth())

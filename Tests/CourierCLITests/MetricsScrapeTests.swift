@@ -76,6 +76,11 @@ final class MetricsScrapeTests: CLITestCase {
             _ = try connection.query(
                 "SELECT courier.enqueue(url => $1, payload => '{}', queue => 'scraped')", [sink.baseURL + path])
         }
+        // One disabled webhook endpoint: the fleet-wide gauge counts it.
+        _ = try connection.query("""
+            INSERT INTO courier.endpoints (url, event_types, disabled_at, disabled_reason)
+            VALUES ('https://gone.example/hook', '{*}', now(), 'the customer left')
+            """)
         let port = try ThrowawayCluster.freePort()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CourierBinary.path)
@@ -91,7 +96,7 @@ final class MetricsScrapeTests: CLITestCase {
         var parsed: Parsed?
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
-            if let text = scrape(port), text.contains("status_class=\"4xx\"") {
+            if let text = scrape(port), text.contains("status_class=\"4xx\""), text.contains("courier_endpoints_disabled") {
                 parsed = try parse(text)
                 break
             }
@@ -114,6 +119,11 @@ final class MetricsScrapeTests: CLITestCase {
         let claimed = try XCTUnwrap(families.first { $0.name == "courier_jobs_claimed" })
         XCTAssertEqual(claimed.samples.first { $0.labels["queue"] == "scraped" }?.value, 3)
         XCTAssertNotNil(families.first { $0.name == "courier_deliveries_in_flight" })
+        // The maintenance pass's fleet-wide gauges (once missing: their first reading never came due).
+        XCTAssertEqual(families.first { $0.name == "courier_endpoints_disabled" }?.samples.first?.value, 1)
+        for gauge in ["courier_destinations_breaker_open", "courier_destinations_disabled", "courier_destinations_running"] {
+            XCTAssertEqual(families.first { $0.name == gauge }?.samples.first?.value, 0, gauge)
+        }
     }
 
     func testMetricsAddressIsParsedOrRefusedInOneLine() throws {

@@ -621,12 +621,13 @@ public enum WorkerStatements {
         GROUP BY j.queue
         """, planning: .prepared) { [$0.map { PostgresArray($0) }] }
 
-    /// Destinations with an open breaker, disabled ones, and requests running at all of them:
-    /// the worker's destination gauges (one row per host, and the running jobs through
-    /// `jobs_host_running_idx`).
+    /// Destinations with an open breaker, disabled ones, requests running at all of them, and
+    /// disabled webhook endpoints: the worker's fleet-wide gauges (one row per host and per
+    /// endpoint, and the running jobs through `jobs_host_running_idx`).
     public static let destinationHealth = Statement<Void>("""
         SELECT count(*) FILTER (WHERE opened_at IS NOT NULL), count(*) FILTER (WHERE disabled_at IS NOT NULL),
-               (SELECT count(*) FROM courier.jobs WHERE state = 'running')
+               (SELECT count(*) FROM courier.jobs WHERE state = 'running'),
+               (SELECT count(*) FROM courier.endpoints WHERE disabled_at IS NOT NULL)
         FROM courier.destinations
         """, planning: .prepared)
 

@@ -303,10 +303,12 @@ public struct JobStore {
         }
     }
 
-    /// Fleet-wide destination figures (see `WorkerStatements.destinationHealth`).
+    /// Fleet-wide destination and endpoint figures (see `WorkerStatements.destinationHealth`).
     public func destinationHealth() throws -> DestinationHealth {
         let row = try connection.run(WorkerStatements.destinationHealth)[0]
-        return DestinationHealth(breakerOpen: try row.decode(0), disabled: try row.decode(1), running: try row.decode(2))
+        return DestinationHealth(
+            breakerOpen: try row.decode(0), disabled: try row.decode(1), running: try row.decode(2),
+            endpointsDisabled: try row.decode(3))
     }
 
     /// The stored headers as pairs; anything but a JSON object of strings is an error that
@@ -362,12 +364,15 @@ public struct DestinationHealth: Sendable, Equatable {
     public var disabled: Int
     /// Requests running at all destinations.
     public var running: Int
+    /// Disabled webhook endpoints (by an operator, or by their health).
+    public var endpointsDisabled: Int
 
     /// Creates figures.
-    public init(breakerOpen: Int, disabled: Int, running: Int) {
+    public init(breakerOpen: Int, disabled: Int, running: Int, endpointsDisabled: Int = 0) {
         self.breakerOpen = breakerOpen
         self.disabled = disabled
         self.running = running
+        self.endpointsDisabled = endpointsDisabled
     }
 }
 
