@@ -81,3 +81,18 @@ public func waitForExit(_ process: Process, timeout: Duration = .seconds(60)) {
     while process.isRunning && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
     if process.isRunning { kill(process.processIdentifier, SIGKILL) }
 }
+
+/// Runs a tool (`systemd-analyze`, `promtool`, ...) to its end: its exit status and its
+/// standard output and error together.
+public func runTool(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    waitForExit(process)
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}

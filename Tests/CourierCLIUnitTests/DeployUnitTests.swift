@@ -63,7 +63,7 @@ final class DeployUnitTests: XCTestCase {
             for copy in copies {
                 let path = directory.appendingPathComponent(copy).path
                 try Data(local.utf8).write(to: URL(fileURLWithPath: path))
-                let result = try Self.run(analyze, ["verify", path])
+                let result = try runTool(analyze, ["verify", path])
                 XCTAssertEqual(result.status, 0, "\(copy): \(result.output)")
                 // Unknown keys and bad values are only warnings (exit 0): any output is a failure.
                 XCTAssertEqual(result.output.trimmingCharacters(in: .whitespacesAndNewlines), "", "\(copy)")
@@ -113,18 +113,5 @@ final class DeployUnitTests: XCTestCase {
         XCTAssertFalse(example.stderr.contains("certificate file"), example.stderr)
         XCTAssertGreaterThanOrEqual(server.connections, 2)
         try await server.stop()
-    }
-
-    private static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        waitForExit(process)
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }
