@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "RetryClientTesting", targets: ["RetryClientTesting"]),
         .library(name: "CourierModel", targets: ["CourierModel"]),
         .library(name: "CourierCore", targets: ["CourierCore"]),
+        .library(name: "CourierClient", targets: ["CourierClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -29,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // The libpq headers; the only C in the package.
@@ -271,6 +273,26 @@ let package = Package(
             name: "CourierWorkerUnitTests",
             dependencies: [
                 "CourierWorker", "CourierCore", "CourierSecrets", "RetryClient", "RetryClientTesting", "CourierTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // The producer library for Swift services on postgres-nio: typed enqueue, enqueueMany and
+        // publish on the caller's connection. Its three statements are the only SQL outside
+        // Migrations/ and CourierCore, so a producer's build needs no libpq.
+        .target(
+            name: "CourierClient",
+            dependencies: [
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CourierClientTests",
+            dependencies: [
+                "CourierClient", "CourierTesting", "Postgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
