@@ -25,7 +25,9 @@ package struct BenchCommand: ParsableCommand {
             sink on 127.0.0.1 unless --sink-url is given (used as given; fanout,
             failing-host, flaky, saturated and inflight need the built-in sink and
             are skipped). The worker is a real `courier worker` child process; its
-            CPU time and peak RSS are read from /proc. Scenarios:
+            CPU time and peak RSS are read from /proc, and so is the CPU of the
+            whole PostgreSQL cluster during each drain (PG CPU; "-" for a
+            server whose data directory cannot be read). Scenarios:
 
               drain     bulk-enqueue --jobs jobs to one host, then time the worker
                         (its default settings) until all succeeded; prints claims
@@ -211,11 +213,15 @@ package struct BenchCommand: ParsableCommand {
         let hostLimit = perHostLimit.map { "per-host limit \($0)" }
             ?? "per-host limit \(WorkerConfiguration().perHostLimit) (the worker's default)"
         print("Worker:  concurrency \(concurrency), \(loops) claim loop\(loops == 1 ? "" : "s"), batch \(batchSize), \(hostLimit)\n")
-        var rows = [["SCENARIO", "JOBS", "SECONDS", "JOBS/S", "CPU S/1K JOBS", "PEAK RSS", "DETAIL"]]
+        // CPU per 1,000 jobs in seconds (= ms per job): the worker's, and the whole PostgreSQL
+        // cluster's (backends, WAL writer, checkpointer, autovacuum) where the scenario drains.
+        var rows = [["SCENARIO", "JOBS", "SECONDS", "JOBS/S", "CPU S/1K JOBS", "PG CPU S/1K", "PEAK RSS", "DETAIL"]]
         for result in results {
+            let server = result.extra["server_cpu_seconds_per_1000_jobs"] as? Double
             rows.append([
                 result.name, Output.count(result.jobs), String(format: "%.2f", result.seconds),
                 Output.count(Int(result.rate.rounded())), result.cpuPerThousand.map { String(format: "%.3f", $0) } ?? "-",
+                server.map { String(format: "%.3f", $0) } ?? "-",
                 result.peakRSS.map { String(format: "%.0f MB", Double($0) / 1_048_576) } ?? "-", result.detail,
             ])
         }
