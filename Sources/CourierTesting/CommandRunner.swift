@@ -76,8 +76,31 @@ public enum CourierRunner {
 /// Waits for a Foundation `Process` to exit, at most `timeout`. Foundation's
 /// `waitUntilExit` was seen to wait forever for a child that had already exited (its exit
 /// went unnoticed); a test must fail or go on, never hang the whole run.
+///
+/// `isRunning` alone was seen to stay true for the whole minute after `courier stats --watch`
+/// had exited: on Linux `Process` learns of the exit from a socket that the child's own
+/// children, or programs this test process spawned meanwhile, may hold open
+/// (swift-corelibs-foundation issue 4795). So the kernel is asked too, without reaping the
+/// child, and once it has exited `Process` gets at most 2 s to notice.
 public func waitForExit(_ process: Process, timeout: Duration = .seconds(60)) {
     let deadline = ContinuousClock.now + timeout
-    while process.isRunning && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
-    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    let pid = process.processIdentifier
+    while process.isRunning && !hasExited(pid) && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+    guard process.isRunning else { return }
+    if !hasExited(pid) {
+        kill(pid, SIGKILL)
+        return
+    }
+    let noticed = min(deadline, ContinuousClock.now + .seconds(2))
+    while process.isRunning && ContinuousClock.now < noticed { Thread.sleep(forTimeInterval: 0.02) }
+}
+
+/// Whether child `pid` has exited, asked of the kernel without reaping it (`WNOWAIT`), so
+/// that its owner (`Process`, `waitpid`) still collects its status.
+private func hasExited(_ pid: pid_t) -> Bool {
+    var info = siginfo_t()
+    guard waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 else {
+        return errno == ECHILD  // already collected by its owner
+    }
+    return info._sifields._sigchld.si_pid == pid
 }
