@@ -213,14 +213,19 @@ final class WorkerUnderStressTests: WorkerTestCase {
         let proxy = try TCPProxy(databaseURL: url)
         defer { proxy.stop() }
         let first = try (0..<30).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
-        // The worker's settings with a 3 s deadline instead of 20 s (statements time out on the
-        // server after 2 s instead of 15 s, below the deadline as the defaults are): the same
-        // path, a freeze noticed sooner. ConnectionSettingsTests holds the defaults, 20 s and
-        // 15 s, which give the worker its 30 s.
+        // The worker's settings scaled down: a 3 s deadline instead of 20 s, statements cut
+        // off by the server after 2 s instead of 15 s (below the deadline, as the defaults
+        // are), and a session idle inside a transaction ended after 5 s instead of 60 s. The
+        // last one matters when the freeze catches a claim between its two round trips: the
+        // frozen session then holds the claim's row locks, which the new connection waits for,
+        // until the server ends it (with the default, a minute of this test). The same paths,
+        // noticed sooner; ConnectionSettingsTests holds the defaults, which give the worker its
+        // 30 s.
         let deadline = 3.0
         var settings = PostgresConnection.Settings.worker
         settings.statementTimeout = .seconds(2)
         settings.queryTimeout = .seconds(deadline)
+        settings.idleInTransactionSessionTimeout = .seconds(5)
         _ = try startPool(id: "silent-peer", concurrency: 8, databaseURL: try proxy.url(for: url), connection: settings)
         try await waitForRequests(10)
         // Every connection open now stops forwarding without closing (the kernel keeps ACKing,
