@@ -78,4 +78,13 @@ final class DemoScriptTests: XCTestCase {
         // It stopped at the failed install: never reached the build (swift is not on this PATH).
         XCTAssertFalse(result.stderr.contains("swift is not on the PATH"), result.stderr)
     }
+
+    /// "Two commands are all the set-up": the README's first two commands are this script and
+    /// scripts/test, the ones tested here and run by CI.
+    func testTheReadmeSetsUpWithThisScriptAndScriptsTest() throws {
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let blocks = readme.components(separatedBy: "```sh\n").dropFirst()
+            .map { $0.components(separatedBy: "\n```").first ?? "" }
+        XCTAssertEqual(Array(blocks.prefix(2)), ["scripts/demo", "scripts/test"])
+    }
 }
