@@ -148,12 +148,14 @@ package struct BenchCommand: ParsableCommand {
         defer { sink.shutdown() }
         say("HTTP sink at \(sink.baseURL)\(sinkURL == nil ? " (built in)" : "")")
 
+        let workerLog = TemporaryFile("courier-bench-worker-\(getpid()).log")
+        defer { workerLog.remove() }
         let runner = BenchRunner(
             databaseURL: url, connection: connection, sink: sink, timeout: limit,
             worker: ["--concurrency", String(concurrency), "--loops", String(loops), "--batch-size", String(batchSize),
                      "--allow-private-targets", "--log-level", "warning"]
                 + (perHostLimit.map { ["--per-host-limit", String($0)] } ?? []),
-            loops: loops, batchSize: batchSize, concurrency: concurrency, say: say)
+            loops: loops, batchSize: batchSize, concurrency: concurrency, say: say, workerLog: workerLog.path)
         var results: [BenchResult] = []
         for name in scenarioList {
             switch name {

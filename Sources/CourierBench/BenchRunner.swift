@@ -85,6 +85,9 @@ package struct BenchRunner {
     package let batchSize: Int
     package let concurrency: Int
     package let say: (String) -> Void
+    /// Where benchmark workers write their standard error: a file the command removes when it
+    /// ends (`TemporaryFile`), read back when a worker exits at start.
+    package let workerLog: String
 
     var store: AdminStore { AdminStore(connection: connection) }
 
@@ -140,7 +143,7 @@ package struct BenchRunner {
     package static let resolveLocalhost = ["--resolve", "*.localhost=127.0.0.1"]
 
     package func startWorker(queue: String, extra: [String] = []) throws -> WorkerProcess {
-        let log = NSTemporaryDirectory() + "courier-bench-worker-\(getpid()).log"
+        let log = workerLog
         let process = try WorkerProcess(
             arguments: ["--database-url", databaseURL, "--queues", queue] + worker + extra, logPath: log)
         // Give it time to connect and LISTEN before the clock starts.

@@ -10,15 +10,15 @@ import Postgres
 extension BenchRunner {
     /// The three parts, each its own result row.
     package func webhooks(jobs: Int) throws -> [BenchResult] {
-        let keyFile = NSTemporaryDirectory() + "courier-bench-secrets-\(getpid()).key"
+        let keyFile = TemporaryFile("courier-bench-secrets-\(getpid()).key")
+        defer { keyFile.remove() }
         let keyBytes = (0..<32).map { _ in UInt8.random(in: 0...255) }
-        try Data((Data(keyBytes).base64EncodedString() + "\n").utf8).write(to: URL(fileURLWithPath: keyFile))
-        defer { try? FileManager.default.removeItem(atPath: keyFile) }
+        try Data((Data(keyBytes).base64EncodedString() + "\n").utf8).write(to: URL(fileURLWithPath: keyFile.path))
         let key = try SecretsKey(bytes: keyBytes)
         return [
             try publishRate(key: key),
             try publishFanout(key: key, endpoints: 100, publishes: 200),
-            try webhookDrain(key: key, keyFile: keyFile, jobs: jobs),
+            try webhookDrain(key: key, keyFile: keyFile.path, jobs: jobs),
         ]
     }
 

@@ -18,7 +18,8 @@ final class DemoKeepTests: XCTestCase {
 
     override func setUpWithError() throws {
         guard ThrowawayCluster.findServerBinaries() != nil else { throw XCTSkip("no PostgreSQL server binaries") }
-        temporary = URL(fileURLWithPath: "/tmp").appendingPathComponent("courier-demo-keep-\(UUID().uuidString)")
+        // A short name: the cluster's socket lives two levels below, within 107 bytes.
+        temporary = FileManager.default.temporaryDirectory.appendingPathComponent("demo-keep-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
         chmod(temporary.path, 0o755)
     }

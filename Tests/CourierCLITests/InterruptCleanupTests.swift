@@ -38,7 +38,8 @@ final class InterruptCleanupTests: XCTestCase {
             throw XCTSkip(message)
         }
         serverBinaries = bin
-        temporary = URL(fileURLWithPath: "/tmp").appendingPathComponent("courier-interrupt-\(UUID().uuidString)")
+        // A short name: the cluster's socket lives two levels below, within 107 bytes.
+        temporary = FileManager.default.temporaryDirectory.appendingPathComponent("interrupt-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
         // As root the cluster belongs to `postgres`, which must reach its directory in here.
         chmod(temporary.path, 0o755)
@@ -119,6 +120,9 @@ final class InterruptCleanupTests: XCTestCase {
         XCTAssertFalse(
             FileManager.default.fileExists(atPath: cluster.path), "\(cluster.path) is still there", file: file, line: line)
         XCTAssertEqual(try clusters(), [], "a cluster directory is left", file: file, line: line)
+        // Nor anything else of the command's (the benchmark's worker log and secrets key).
+        let left = try FileManager.default.contentsOfDirectory(atPath: temporary.path).filter { $0 != "output" }
+        XCTAssertEqual(left, [], "left in TMPDIR after Ctrl-C", file: file, line: line)
         let running = (serverProcesses + workerProcesses).filter(isRunning)
         XCTAssertEqual(
             running, [], "still running: \(running.map { "\($0) \(commandLine($0))" })", file: file, line: line)

@@ -2,15 +2,15 @@ import Foundation
 import XCTest
 
 /// Rules of the repository's layout that a reader relies on (docs/architecture.md): SQL lives in
-/// `Migrations/` and `CourierCore`'s statements, and every document a source points to is in
-/// the repository.
+/// `Migrations/` and `CourierCore`'s statements, every document a source points to is in the
+/// repository, and temporary files go where `TMPDIR` says.
 final class RepositoryRulesTests: XCTestCase {
     private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
 
-    /// Every Swift file under `Sources/`, as (path relative to the root, text).
-    private func sources() throws -> [(String, String)] {
-        let base = root.appendingPathComponent("Sources")
+    /// Every Swift file under `folder` (`Sources/` unless told), as (path relative to the root, text).
+    private func sources(_ folder: String = "Sources") throws -> [(String, String)] {
+        let base = root.appendingPathComponent(folder)
         guard let walker = FileManager.default.enumerator(at: base, includingPropertiesForKeys: nil) else { return [] }
         var files: [(String, String)] = []
         for case let url as URL in walker where url.pathExtension == "swift" {
@@ -114,5 +114,15 @@ final class RepositoryRulesTests: XCTestCase {
         }
         XCTAssertGreaterThan(scanned, 20, "the walk found the unit tests")
         XCTAssertEqual(offenders, [], "a test that needs PostgreSQL belongs in an integration target")
+    }
+
+    /// The code and its tests make temporary files only under the temporary directory
+    /// (`TMPDIR`, through `NSTemporaryDirectory()` or `FileManager.temporaryDirectory`), never
+    /// under a literal /tmp: scripts/test runs the tests with a `TMPDIR` of their own and fails
+    /// when anything is left in it, a check that holds only if nothing goes around it.
+    func testTemporaryFilesGoUnderTheTemporaryDirectory() throws {
+        let literal = "\"/" + "tmp"
+        let offenders = try (sources("Sources") + sources("Tests")).filter { $0.1.contains(literal) }.map(\.0)
+        XCTAssertEqual(offenders, [], "use FileManager.default.temporaryDirectory or NSTemporaryDirectory()")
     }
 }

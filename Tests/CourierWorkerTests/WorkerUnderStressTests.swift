@@ -37,7 +37,8 @@ final class WorkerUnderStressTests: WorkerTestCase {
     }
 
     private func startPool(
-        id: String, concurrency: Int = 16, lease: Duration = .seconds(60), grace: Duration = .seconds(5), databaseURL: String? = nil
+        id: String, concurrency: Int = 16, lease: Duration = .seconds(60), grace: Duration = .seconds(5), databaseURL: String? = nil,
+        connection: PostgresConnection.Settings = .worker
     ) throws -> WorkerPool {
         var http = HTTPDelivererConfiguration()
         http.allowPrivateTargets = true
@@ -49,6 +50,7 @@ final class WorkerUnderStressTests: WorkerTestCase {
             leaseDuration: lease, heartbeatInterval: lease / 4, perHostLimit: concurrency, capDeferral: .milliseconds(50),
             maintenanceInterval: .milliseconds(500), gracePeriod: grace)
         configuration.shutdownGiveUp = .seconds(2)
+        configuration.connection = connection
         let pool = WorkerPool(
             databaseURL: databaseURL ?? url, configuration: configuration, deliverer: deliverer, logger: logger)
         try pool.start()
@@ -132,15 +134,19 @@ final class WorkerUnderStressTests: WorkerTestCase {
     func testAnOutageLongerThanTheLeaseWritesNoOutcomeTwiceAndSendsNoJobTwice() async throws {
         let pgctl = try self.pgctl()
         let sink = try await startSink(delay: { 2 })
-        let ids = try (0..<60).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue, maxAttempts: 5) }
-        // A 12 s lease and a 20 s outage (60 s and 75 s before: the same story, a minute shorter).
+        // Two waves of 20: one in flight when the server stops, one sent after it returns.
+        let ids = try (0..<40).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue, maxAttempts: 5) }
+        // A 12 s lease and a 14 s outage (60 s and 75 s at first: the same story, a minute
+        // shorter). The lease stays well above the loops' longest reconnect wait (5 s, jittered
+        // up to 6.25 s): after a restart the rescuer leaves running jobs alone for one lease,
+        // and the loops must write their outcomes within it.
         _ = try startPool(id: "outage-a", concurrency: 10, lease: .seconds(12))
         _ = try startPool(id: "outage-b", concurrency: 10, lease: .seconds(12))
         try await waitForRequests(10)
         probe.close()
         XCTAssertEqual(runShellCommand("\(pgctl) -m fast -w -t 60 stop"), 0, "pg_ctl stop failed")
         // Longer than the lease: every lease held at the stop has run out when the server returns.
-        try await Task.sleep(nanoseconds: 20_000_000_000)
+        try await Task.sleep(for: .seconds(14))
         XCTAssertEqual(runShellCommand("\(pgctl) -w -t 60 start"), 0, "pg_ctl start failed")
         probe = try JobsProbe(url: url)
         XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(90)))
@@ -202,12 +208,25 @@ final class WorkerUnderStressTests: WorkerTestCase {
         XCTAssertLessThanOrEqual(took, 2 + 10, "exit took \(took) s, more than grace + 10 s")
     }
 
-    func testAConnectionThatGoesSilentIsReplacedWithin30SecondsAndNoOutcomeIsLost() async throws {
+    func testAConnectionThatGoesSilentIsReplacedWithinItsDeadlineAndNoOutcomeIsLost() async throws {
         let sink = try await startSink(delay: { 0.2 })
         let proxy = try TCPProxy(databaseURL: url)
         defer { proxy.stop() }
         let first = try (0..<30).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
-        _ = try startPool(id: "silent-peer", concurrency: 8, databaseURL: try proxy.url(for: url))
+        // The worker's settings scaled down: a 3 s deadline instead of 20 s, statements cut
+        // off by the server after 2 s instead of 15 s (below the deadline, as the defaults
+        // are), and a session idle inside a transaction ended after 5 s instead of 60 s. The
+        // last one matters when the freeze catches a claim between its two round trips: the
+        // frozen session then holds the claim's row locks, which the new connection waits for,
+        // until the server ends it (with the default, a minute of this test). The same paths,
+        // noticed sooner; ConnectionSettingsTests holds the defaults, which give the worker its
+        // 30 s.
+        let deadline = 3.0
+        var settings = PostgresConnection.Settings.worker
+        settings.statementTimeout = .seconds(2)
+        settings.queryTimeout = .seconds(deadline)
+        settings.idleInTransactionSessionTimeout = .seconds(5)
+        _ = try startPool(id: "silent-peer", concurrency: 8, databaseURL: try proxy.url(for: url), connection: settings)
         try await waitForRequests(10)
         // Every connection open now stops forwarding without closing (the kernel keeps ACKing,
         // so only the worker's own deadline can notice); new connections get through.
@@ -216,7 +235,7 @@ final class WorkerUnderStressTests: WorkerTestCase {
         let silentAt = Date()
         let second = try (0..<20).map { _ in try probe.enqueue(url: sink.baseURL + "/x", queue: queue) }
         var reconnectedAfter: Double?
-        while Date().timeIntervalSince(silentAt) < 40 {
+        while Date().timeIntervalSince(silentAt) < deadline + 20 {
             if proxy.acceptedConnections > before {
                 reconnectedAfter = Date().timeIntervalSince(silentAt)
                 break
@@ -224,7 +243,8 @@ final class WorkerUnderStressTests: WorkerTestCase {
             try await Task.sleep(nanoseconds: 100_000_000)
         }
         let after = try XCTUnwrap(reconnectedAfter, "the worker never opened a new connection")
-        XCTAssertLessThanOrEqual(after, 30, "reconnected only after \(after) s")
+        // The deadline and 10 s to spare for a busy machine, as the defaults' 20 s and 30 s.
+        XCTAssertLessThanOrEqual(after, deadline + 10, "reconnected only after \(after) s")
         XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(60)))
         for id in first + second {
             XCTAssertEqual(try probe.job(id).state, "succeeded")

@@ -162,16 +162,12 @@ extension DemoCommand {
     /// Serves the console over the demo's database until Ctrl-C. The password is random and
     /// written to a file only its owner may read; it is never printed.
     private func serveConsole(_ url: String, host: String, port: Int) throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-demo-web-\(getpid()).password")
+        let file = TemporaryFile("courier-demo-web-\(getpid()).password")
+        defer { file.remove() }
         let secret = (0..<3).map { _ in UUID().uuidString.prefix(8).lowercased() }.joined(separator: "-")
         guard FileManager.default.createFile(
             atPath: file.path, contents: Data((secret + "\n").utf8), attributes: [.posixPermissions: 0o600])
         else { throw CLIError("cannot write \(file.path)") }
-        defer { try? FileManager.default.removeItem(at: file) }
-        let removeFile = SignalCleanup.shared.add {
-            try? FileManager.default.removeItem(at: file)
-        }
-        defer { SignalCleanup.shared.remove(removeFile) }
         var configuration = WebConfiguration(databaseURL: url, password: try WebPassword(fileContents: secret))
         configuration.host = host
         configuration.port = port
