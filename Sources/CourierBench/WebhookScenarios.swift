@@ -194,8 +194,9 @@ extension BenchRunner {
         var result = median(fanned)
         let plainMedian = median(plain)
         let signedMedian = median(signedPlain)
-        let ratio = result.rate / plainMedian.rate
-        let signedRatio = result.rate / signedMedian.rate
+        // Rounded as the JSON and the goal line give them, so every place prints the same figure.
+        let ratio = (result.rate / plainMedian.rate * 1000).rounded() / 1000
+        let signedRatio = (result.rate / signedMedian.rate * 1000).rounded() / 1000
         func rates(_ results: [BenchResult]) -> String { results.map { Output.count(Int($0.rate)) }.joined(separator: ", ") }
         func serverCPU(_ result: BenchResult) -> String {
             (result.extra["server_cpu_seconds_per_1000_jobs"] as? Double).map { String(format: "%.3f", $0) } ?? "-"
