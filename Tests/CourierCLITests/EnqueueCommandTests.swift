@@ -43,6 +43,11 @@ final class EnqueueCommandTests: CLITestCase {
     func testBadInputsExitTwoWithOneLineAndWriteNothing() throws {
         assertFails(try courier("enqueue", "--url", "ftp://example.com/x"), code: 2, mentioning: "url must be an absolute http or https URL")
         assertFails(try courier("enqueue", "--url", "https://example.com", "--header", "NoColonHere"), code: 2, mentioning: "expected 'Name: value'")
+        // Without its colon a header's value cannot be told from its name: none of it is echoed,
+        // since it may be a credential.
+        let missingColon = try courier("enqueue", "--url", "https://example.com", "--header", "Authorization Bearer sk_live_42")
+        assertFails(missingColon, code: 2, mentioning: "without a colon")
+        XCTAssertFalse((missingColon.stdout + missingColon.stderr).contains("sk_live_42"), missingColon.stderr)
         assertFails(try courier("enqueue", "--url", "https://example.com", "--delay", "soon"), code: 2, mentioning: "--delay")
         assertFails(try courier("enqueue", "--url", "https://example.com", "--at", "tomorrow"), code: 2, mentioning: "--at")
         assertFails(try courier("enqueue", "--url", "https://example.com", "--method", "FETCH"), code: 2, mentioning: "method must be one of")

@@ -109,15 +109,7 @@ struct EnqueueCommand: ParsableCommand {
     private func runOne() throws {
         var job = NewJob(url: url ?? "")
         job.method = method.uppercased()
-        for header in headers {
-            guard let colon = header.firstIndex(of: ":") else {
-                throw CLIError.usage("--header \(header.debugDescription): expected 'Name: value'")
-            }
-            let name = header[..<colon].trimmingCharacters(in: .whitespaces)
-            let value = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            guard !name.isEmpty else { throw CLIError.usage("--header \(header.debugDescription): the name is empty") }
-            job.headers.append((name, value))
-        }
+        for header in headers { job.headers.append(try parseHeader(header)) }
         if let data {
             let body = try readData(data)
             job.body = body
