@@ -93,6 +93,7 @@ let package = Package(
                 .embedInCode("Migrations/0010_claim_lanes.sql"),
                 .embedInCode("Migrations/0011_webhooks.sql"),
                 .embedInCode("Migrations/0012_deliveries.sql"),
+                .embedInCode("Migrations/0013_traces.sql"),
             ],
             swiftSettings: strict
         ),
