@@ -191,6 +191,42 @@ final class TracingTests: CLITestCase {
         XCTAssertEqual(failedHeader, "00-\(Self.failingTraceID)-\(failed.spanID)-01")
     }
 
+    func testSpansEndedBeforeSIGTERMAreSentBeforeTheWorkerExits() async throws {
+        let received = Seen()
+        let receiver = try await HTTPSink.start { request in
+            received.append(request)
+            return .respond(status: 200)
+        }
+        let exported = Seen()
+        let collector = try await HTTPSink.start { request in
+            exported.append(request)
+            return .respond(status: 200, headers: [("Content-Type", "application/json")], body: Array("{}".utf8))
+        }
+        defer {
+            Task {
+                await receiver.shutdown()
+                await collector.shutdown()
+            }
+        }
+        try connection.query(
+            "SELECT courier.enqueue(url => $1, payload => '{}', queue => 'flushed', traceparent => $2)",
+            [receiver.baseURL + "/ok", Self.producer])
+        // A batch delay far beyond the test: only the shutdown can send the span.
+        let worker = try startWorker(
+            environment: [
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": collector.baseURL + "/v1/traces",
+                "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "OTEL_BSP_SCHEDULE_DELAY": "600000",
+            ], queue: "flushed")
+        defer { stop(worker) }
+        try await waitFor("the delivery") { received.all.count == 1 }
+        try await Task.sleep(nanoseconds: 300_000_000)
+        XCTAssertEqual(try Self.spans(exported.all).count, 0, "exported before the batch delay")
+        stop(worker)
+        XCTAssertEqual(worker.terminationReason, .exit, "the worker was killed, not stopped")
+        let spans = try Self.spans(exported.all)
+        XCTAssertEqual(spans.map(\.traceID), [Self.traceID])
+    }
+
     func testWithoutOTELTheReceiverGetsTheStoredTraceparentUnchanged() async throws {
         let received = Seen()
         let receiver = try await HTTPSink.start { request in
