@@ -31,6 +31,20 @@ public final class WorkerTracing: Sendable {
         return set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
     }
 
+    /// Why the environment's tracing settings cannot work in this build, or nil: gRPC export
+    /// is not built in (swift-otel's trait `OTLPGRPC`), and swift-otel stops the process when
+    /// asked for it, so the worker refuses it first.
+    public static func problem(in environment: [String: String]) -> String? {
+        for name in ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"] {
+            guard let value = environment[name], !value.isEmpty else { continue }
+            guard value.lowercased() != "grpc" else {
+                return "\(name)=grpc: this worker exports spans over OTLP/HTTP only; use http/protobuf or http/json"
+            }
+            return nil
+        }
+        return nil
+    }
+
     /// Makes the tracer and starts exporting; call ``shutdown()`` when the worker stops.
     ///
     /// - Parameters:

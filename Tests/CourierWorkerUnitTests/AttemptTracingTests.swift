@@ -23,6 +23,24 @@ final class AttemptTracingTests: XCTestCase {
         }
     }
 
+    func testGRPCExportIsRefusedInOneLineSinceItIsNotBuiltIn() {
+        let cases: [([String: String], String?)] = [
+            ([:], nil),
+            (["OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"], nil),
+            (["OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"], nil),
+            (["OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"], "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"),
+            (["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "GRPC"], "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=grpc"),
+            // The traces' own setting wins over the general one.
+            (["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"], nil),
+            (["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"], "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"),
+        ]
+        for (environment, expected) in cases {
+            let problem = WorkerTracing.problem(in: environment)
+            XCTAssertEqual(problem?.hasPrefix(expected ?? "-"), expected.map { _ in true }, "\(environment): \(problem ?? "nil")")
+            XCTAssertFalse(problem?.contains("\n") ?? false)
+        }
+    }
+
     func testOnlyAW3CTraceparentIsForwarded() {
         let cases: [(String, Bool)] = [
             ("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", true),

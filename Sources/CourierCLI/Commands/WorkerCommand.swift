@@ -204,7 +204,15 @@ struct WorkerCommand: ParsableCommand {
         defer { metricsServer?.stop() }
 
         // Spans only when the OTEL_* environment asks for them; otherwise no span work at all.
-        let tracing = WorkerTracing.isRequested(by: env) ? try WorkerTracing(logger: logger) : nil
+        var tracing: WorkerTracing?
+        if WorkerTracing.isRequested(by: env) {
+            if let problem = WorkerTracing.problem(in: env) { throw CLIError.usage(problem) }
+            do {
+                tracing = try WorkerTracing(logger: logger)
+            } catch {
+                throw CLIError.usage("the OTEL_* tracing settings: \(error)")
+            }
+        }
         // Deferred first, so it runs last: the spans of the final deliveries are flushed.
         defer { tracing?.shutdown() }
         http.tracer = tracing?.tracer
