@@ -40,6 +40,37 @@ final class TracingTests: CLITestCase {
         var attributes: [String: String]
     }
 
+    /// A receiver that records every request: 500 for `/fail`, 200 for anything else.
+    private func startReceiver() async throws -> (HTTPSink, Seen) {
+        let received = Seen()
+        let sink = try await HTTPSink.start { request in
+            received.append(request)
+            return request.path == "/fail" ? .respond(status: 500) : .respond(status: 200)
+        }
+        return (sink, received)
+    }
+
+    /// A stand-in for an OTLP/HTTP collector: records every export and accepts it.
+    private func startCollector() async throws -> (HTTPSink, Seen) {
+        let exported = Seen()
+        let sink = try await HTTPSink.start { request in
+            exported.append(request)
+            return .respond(status: 200, headers: [("Content-Type", "application/json")], body: Array("{}".utf8))
+        }
+        return (sink, exported)
+    }
+
+    /// ``startReceiver()`` and ``startCollector()``.
+    private func startReceiverAndCollector() async throws -> (HTTPSink, Seen, HTTPSink, Seen) {
+        let (receiver, received) = try await startReceiver()
+        let (collector, exported) = try await startCollector()
+        return (receiver, received, collector, exported)
+    }
+
+    private static func shutdown(_ sinks: HTTPSink...) async {
+        for sink in sinks { await sink.shutdown() }
+    }
+
     private func startWorker(environment extra: [String: String], queue: String) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CourierBinary.path)
@@ -119,22 +150,8 @@ final class TracingTests: CLITestCase {
     }
 
     func testEachAttemptIsASpanUnderTheProducersTraceAndTheReceiverContinuesIt() async throws {
-        let received = Seen()
-        let receiver = try await HTTPSink.start { request in
-            received.append(request)
-            return request.path == "/fail" ? .respond(status: 500) : .respond(status: 200)
-        }
-        let exported = Seen()
-        let collector = try await HTTPSink.start { request in
-            exported.append(request)
-            return .respond(status: 200, headers: [("Content-Type", "application/json")], body: Array("{}".utf8))
-        }
-        defer {
-            Task {
-                await receiver.shutdown()
-                await collector.shutdown()
-            }
-        }
+        let (receiver, received, collector, exported) = try await startReceiverAndCollector()
+        defer { Task { await Self.shutdown(receiver, collector) } }
         let okID: Int = try connection.query(
             "SELECT courier.enqueue(url => $1, payload => '{}', queue => 'traced', traceparent => $2)",
             [receiver.baseURL + "/ok", Self.producer])[0].decode(0)
@@ -192,22 +209,8 @@ final class TracingTests: CLITestCase {
     }
 
     func testSpansEndedBeforeSIGTERMAreSentBeforeTheWorkerExits() async throws {
-        let received = Seen()
-        let receiver = try await HTTPSink.start { request in
-            received.append(request)
-            return .respond(status: 200)
-        }
-        let exported = Seen()
-        let collector = try await HTTPSink.start { request in
-            exported.append(request)
-            return .respond(status: 200, headers: [("Content-Type", "application/json")], body: Array("{}".utf8))
-        }
-        defer {
-            Task {
-                await receiver.shutdown()
-                await collector.shutdown()
-            }
-        }
+        let (receiver, received, collector, exported) = try await startReceiverAndCollector()
+        defer { Task { await Self.shutdown(receiver, collector) } }
         try connection.query(
             "SELECT courier.enqueue(url => $1, payload => '{}', queue => 'flushed', traceparent => $2)",
             [receiver.baseURL + "/ok", Self.producer])
@@ -228,11 +231,7 @@ final class TracingTests: CLITestCase {
     }
 
     func testWithoutOTELTheReceiverGetsTheStoredTraceparentUnchanged() async throws {
-        let received = Seen()
-        let receiver = try await HTTPSink.start { request in
-            received.append(request)
-            return .respond(status: 200)
-        }
+        let (receiver, received) = try await startReceiver()
         defer { Task { await receiver.shutdown() } }
         let own = "00-11111111111111111111111111111111-2222222222222222-01"
         try connection.query(
