@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 /// Every target is built in the Swift 6 language mode (complete strict concurrency) with
@@ -31,6 +31,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        // OTLP/HTTP only: the gRPC exporter would add grpc-swift to every build.
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // The libpq headers; the only C in the package.
@@ -93,6 +96,7 @@ let package = Package(
                 .embedInCode("Migrations/0010_claim_lanes.sql"),
                 .embedInCode("Migrations/0011_webhooks.sql"),
                 .embedInCode("Migrations/0012_deliveries.sql"),
+                .embedInCode("Migrations/0013_traces.sql"),
             ],
             swiftSettings: strict
         ),
@@ -105,7 +109,8 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // Worker loops, claiming, leases, rescue, retention, shutdown, metrics.
+        // Worker loops, claiming, leases, rescue, retention, shutdown, metrics, and a span per
+        // attempt exported over OTLP/HTTP when the OTEL_* environment asks for it.
         .target(
             name: "CourierWorker",
             dependencies: [
@@ -115,6 +120,9 @@ let package = Package(
                 "RetryClient",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strict
         ),

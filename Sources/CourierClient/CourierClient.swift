@@ -38,7 +38,8 @@ public struct CourierClient: Sendable {
                 max_attempts => (j->>'max_attempts')::integer, idempotency_key => j->>'idempotency_key',
                 priority => (j->>'priority')::integer,
                 retry_schedule => (SELECT array_agg(make_interval(secs => s::float8) ORDER BY n)
-                                   FROM jsonb_array_elements_text(j->'retry_schedule') WITH ORDINALITY AS r(s, n)))
+                                   FROM jsonb_array_elements_text(j->'retry_schedule') WITH ORDINALITY AS r(s, n)),
+                traceparent => j->>'traceparent')
             FROM jsonb_array_elements(\(batch)::jsonb) WITH ORDINALITY AS t(j, position)
             ORDER BY position
             """
@@ -50,28 +51,31 @@ public struct CourierClient: Sendable {
     /// match. Returns the message id (the first message's, when `idempotencyKey` was used
     /// before for this tenant).
     ///
-    /// - Parameter payloadJSON: the event's data as JSON text (see ``publish(eventType:payload:tenant:idempotencyKey:on:)``
-    ///   for an `Encodable` value).
+    /// - Parameters:
+    ///   - payloadJSON: the event's data as JSON text (see
+    ///     ``publish(eventType:payload:tenant:idempotencyKey:traceparent:on:)`` for an `Encodable` value).
+    ///   - traceparent: the producer's W3C trace context, written on every delivery; nil: the
+    ///     transaction's `courier.traceparent` setting, if any.
     public func publish(
         eventType: String, payloadJSON: String, tenant: String? = nil, idempotencyKey: String? = nil,
-        on connection: PostgresConnection
+        traceparent: String? = nil, on connection: PostgresConnection
     ) async throws -> Int64 {
         let query: PostgresQuery = """
             SELECT courier.publish(event_type => \(eventType), payload => \(payloadJSON)::jsonb, tenant => \(tenant),
-                                   idempotency_key => \(idempotencyKey))
+                                   idempotency_key => \(idempotencyKey), traceparent => \(traceparent))
             """
         return try await run(query, on: connection, expecting: 1)[0]
     }
 
-    /// Publishes `payload` encoded as JSON; see ``publish(eventType:payloadJSON:tenant:idempotencyKey:on:)``.
+    /// Publishes `payload` encoded as JSON; see ``publish(eventType:payloadJSON:tenant:idempotencyKey:traceparent:on:)``.
     public func publish<Payload: Encodable>(
         eventType: String, payload: Payload, tenant: String? = nil, idempotencyKey: String? = nil,
-        on connection: PostgresConnection
+        traceparent: String? = nil, on connection: PostgresConnection
     ) async throws -> Int64 {
         let data = try JSONEncoder().encode(payload)
         return try await publish(
             eventType: eventType, payloadJSON: String(decoding: data, as: UTF8.self), tenant: tenant,
-            idempotencyKey: idempotencyKey, on: connection)
+            idempotencyKey: idempotencyKey, traceparent: traceparent, on: connection)
     }
 
     /// Runs `query`, whose rows are one id each, and maps the server's refusals.

@@ -23,12 +23,16 @@ public struct CourierJob: Sendable, Equatable {
     public var priority: Int?
     /// Delays between attempts (nil: the queue's schedule, else exponential backoff).
     public var retrySchedule: [Duration]?
+    /// The producer's W3C trace context (`00-<trace id>-<parent id>-<flags>`); nil: the
+    /// transaction's `courier.traceparent` setting, if any. The worker's span for each attempt
+    /// is its child, and the receiver's `traceparent` continues it.
+    public var traceparent: String?
 
     /// A job that POSTs `body` to `url`.
     public init(
         url: String, body: [UInt8] = [], method: String = "POST", headers: [String: String] = [:], queue: String = "default",
         runAt: Date? = nil, maxAttempts: Int? = nil, idempotencyKey: String? = nil, priority: Int? = nil,
-        retrySchedule: [Duration]? = nil
+        retrySchedule: [Duration]? = nil, traceparent: String? = nil
     ) {
         self.url = url
         self.body = body
@@ -40,6 +44,7 @@ public struct CourierJob: Sendable, Equatable {
         self.idempotencyKey = idempotencyKey
         self.priority = priority
         self.retrySchedule = retrySchedule
+        self.traceparent = traceparent
     }
 
     /// A job that sends `payload` encoded as JSON, with `Content-Type: application/json`
@@ -47,7 +52,7 @@ public struct CourierJob: Sendable, Equatable {
     public init<Payload: Encodable>(
         url: String, json payload: Payload, method: String = "POST", headers: [String: String] = [:],
         queue: String = "default", runAt: Date? = nil, maxAttempts: Int? = nil, idempotencyKey: String? = nil,
-        priority: Int? = nil, retrySchedule: [Duration]? = nil
+        priority: Int? = nil, retrySchedule: [Duration]? = nil, traceparent: String? = nil
     ) throws {
         var headers = headers
         if !headers.keys.contains(where: { $0.lowercased() == "content-type" }) {
@@ -56,7 +61,7 @@ public struct CourierJob: Sendable, Equatable {
         self.init(
             url: url, body: Array(try JSONEncoder().encode(payload)), method: method, headers: headers, queue: queue,
             runAt: runAt, maxAttempts: maxAttempts, idempotencyKey: idempotencyKey, priority: priority,
-            retrySchedule: retrySchedule)
+            retrySchedule: retrySchedule, traceparent: traceparent)
     }
 
     /// The jobs as the JSON array `CourierClient.enqueueMany`'s statement unpacks: one bound
@@ -84,6 +89,7 @@ public struct CourierJob: Sendable, Equatable {
             if let runAt = job.runAt { object["run_at"] = formatter.string(from: runAt) }
             if let value = try integer(job.maxAttempts, "maxAttempts") { object["max_attempts"] = value }
             if let key = job.idempotencyKey { object["idempotency_key"] = key }
+            if let traceparent = job.traceparent { object["traceparent"] = traceparent }
             object["priority"] = try integer(job.priority, "priority") ?? 0
             if let schedule = job.retrySchedule {
                 object["retry_schedule"] = schedule.map { duration -> String in

@@ -3,6 +3,7 @@ import CourierSecrets
 import Foundation
 import Logging
 import RetryClient
+import Tracing
 
 /// How deliveries are sent.
 public struct HTTPDelivererConfiguration: Sendable {
@@ -32,6 +33,9 @@ public struct HTTPDelivererConfiguration: Sendable {
     /// Opens webhook endpoints' sealed secrets (`--secrets-key-file`); nil when the worker has
     /// none, and then a delivery of a signed endpoint waits (``DeliveryPolicy/Outcome/secretUnavailable``).
     public var secretsKey: SecretsKey?
+    /// Makes each attempt a span (`courier.deliver`) whose `traceparent` the request carries;
+    /// nil (the default) traces nothing and forwards the job's stored traceparent as it is.
+    public var tracer: (any Tracer)?
 
     /// The defaults above.
     public init() {}
@@ -50,7 +54,8 @@ public struct HTTPDelivererConfiguration: Sendable {
 /// only (``OutboundRequest/connectAddress``), so a rebinding DNS answer cannot redirect it;
 /// the `Host` header, SNI and certificate checks keep the URL's host. Every request carries
 /// `courier-job-id` and `courier-attempt` (and, when signed, `webhook-id`, stable across
-/// retries) so receivers can deduplicate and trace.
+/// retries) so receivers can deduplicate and trace, and `traceparent` when the job has a trace
+/// context or the worker traces (``AttemptTracing``).
 public final class HTTPDeliverer: Deliverer, Sendable {
     private let transport: any HTTPTransport
     private let ownedTransport: AsyncHTTPClientTransport?
@@ -106,7 +111,17 @@ public final class HTTPDeliverer: Deliverer, Sendable {
     }
 
     public func deliver(_ job: ClaimedJob) async -> Delivery {
-        var request = makeRequest(job)
+        guard let tracer = configuration.tracer else {
+            return await send(job, traceparent: AttemptTracing.forwarded(job))
+        }
+        return await AttemptTracing.traced(job, tracer: tracer) { traceparent in
+            await send(job, traceparent: traceparent)
+        }
+    }
+
+    /// One attempt of `job`, its request naming `traceparent` unless the job's headers set one.
+    private func send(_ job: ClaimedJob, traceparent: String?) async -> Delivery {
+        var request = makeRequest(job, traceparent: traceparent)
         let host: String
         do {
             host = try request.validate().host
@@ -230,9 +245,11 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         return .success(first.description)
     }
 
-    private func makeRequest(_ job: ClaimedJob) -> OutboundRequest {
+    private func makeRequest(_ job: ClaimedJob, traceparent: String?) -> OutboundRequest {
         var headers = HeaderFields(job.headers)
         if headers["user-agent"] == nil { headers["User-Agent"] = configuration.userAgent }
+        // A traceparent the producer put in the job's own headers is its choice and is kept.
+        if let traceparent, headers["traceparent"] == nil { headers["traceparent"] = traceparent }
         headers["courier-job-id"] = String(job.id)
         headers["courier-attempt"] = String(job.attempt)
         // Standard Webhooks' id and timestamp on every delivery, signed or not: the id is the

@@ -148,6 +148,57 @@ final class CourierClientTests: XCTestCase {
         try await connection.close()
     }
 
+    func testAJobsTraceparentIsStoredAndAMalformedOneIsRefused() async throws {
+        let producer = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        let fromSetting = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        let connection = try await connect()
+        let ids = try await connection.withTransaction(logger: logger) { connection in
+            try await connection.query("SET LOCAL courier.traceparent = '\(unescaped: fromSetting)'", logger: logger)
+            return try await client.enqueueMany(
+                [
+                    CourierJob(url: "https://a.example/traced", traceparent: producer),
+                    try CourierJob(url: "https://a.example/json", json: ["a": 1], traceparent: producer),
+                    CourierJob(url: "https://a.example/setting"),
+                ], on: connection)
+        }
+        var stored: [String?] = []
+        for id in ids {
+            stored.append(try check.query("SELECT traceparent FROM courier.jobs WHERE id = $1", [id])[0].decode(0))
+        }
+        XCTAssertEqual(stored, [producer, producer, fromSetting])
+        do {
+            _ = try await client.enqueue(CourierJob(url: "https://a.example/bad", traceparent: "00-bad"), on: connection)
+            XCTFail("a malformed traceparent was accepted")
+        } catch let error as CourierClientError {
+            XCTAssertEqual(error.kind, .invalidInput, "\(error)")
+            XCTAssertTrue(error.message.hasPrefix("traceparent must be a W3C trace context"), error.message)
+        }
+        XCTAssertEqual(try count("SELECT count(*)::int FROM courier.jobs"), 3)
+        try await connection.close()
+    }
+
+    func testPublishPassesTheTraceparentToEveryDelivery() async throws {
+        try check.simpleQuery("""
+            INSERT INTO courier.endpoints (url, event_types) VALUES
+                ('https://a.example/one', '{*}'), ('https://a.example/two', '{order.*}')
+            """)
+        let producer = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        let connection = try await connect()
+        let message = try await client.publish(
+            eventType: "order.paid", payload: ["order": 7], traceparent: producer, on: connection)
+        XCTAssertEqual(
+            try count("SELECT count(*)::int FROM courier.jobs WHERE message_id = $1 AND traceparent = $2", [message, producer]),
+            2)
+        do {
+            _ = try await client.publish(eventType: "order.paid", payloadJSON: "{}", traceparent: "bad", on: connection)
+            XCTFail("a malformed traceparent was accepted")
+        } catch let error as CourierClientError {
+            XCTAssertEqual(error.kind, .invalidInput, "\(error)")
+        }
+        XCTAssertEqual(try count("SELECT count(*)::int FROM courier.messages"), 1)
+        try await connection.close()
+    }
+
     func testAnUnmigratedDatabaseAndAMissingGrantSayWhatToDo() async throws {
         let empty = try TestDatabase.createEmpty(label: "clientempty")
         defer { TestDatabase.drop(empty) }

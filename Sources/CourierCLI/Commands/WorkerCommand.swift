@@ -19,6 +19,10 @@ struct WorkerCommand: ParsableCommand {
             configures it; a flag wins over the environment. Runs under systemd with
             Type=notify (READY=1, WATCHDOG=1, STOPPING=1).
 
+            Each attempt is a span exported over OTLP/HTTP when the standard OpenTelemetry
+            environment asks for it (OTEL_EXPORTER_OTLP_ENDPOINT, or
+            OTEL_TRACES_EXPORTER=otlp; OTEL_SDK_DISABLED=true turns it off). Off by default.
+
             Examples:
               courier worker
               courier worker --queues billing,emails --concurrency 200 --metrics-port 9464
@@ -199,6 +203,19 @@ struct WorkerCommand: ParsableCommand {
         let metricsServer = try metricsAt.map { try MetricsServer.start(host: $0.host, port: $0.port, help: WorkerMetrics.help) }
         defer { metricsServer?.stop() }
 
+        // Spans only when the OTEL_* environment asks for them; otherwise no span work at all.
+        var tracing: WorkerTracing?
+        if WorkerTracing.isRequested(by: env) {
+            if let problem = WorkerTracing.problem(in: env) { throw CLIError.usage(problem) }
+            do {
+                tracing = try WorkerTracing(logger: logger)
+            } catch {
+                throw CLIError.usage("the OTEL_* tracing settings: \(error)")
+            }
+        }
+        // Deferred first, so it runs last: the spans of the final deliveries are flushed.
+        defer { tracing?.shutdown() }
+        http.tracer = tracing?.tracer
         let deliverer = HTTPDeliverer(configuration: http, logger: logger)
         defer { deliverer.shutdown() }
         let pool = WorkerPool(

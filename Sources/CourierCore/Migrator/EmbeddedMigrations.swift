@@ -16,5 +16,6 @@ public enum EmbeddedMigrations {
         Migration(fileName: "0010_claim_lanes.sql", bytes: PackageResources._010_claim_lanes_sql),
         Migration(fileName: "0011_webhooks.sql", bytes: PackageResources._011_webhooks_sql),
         Migration(fileName: "0012_deliveries.sql", bytes: PackageResources._012_deliveries_sql),
+        Migration(fileName: "0013_traces.sql", bytes: PackageResources._013_traces_sql),
     ]
 }

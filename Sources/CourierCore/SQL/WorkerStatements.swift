@@ -282,7 +282,8 @@ public enum WorkerStatements {
                 (SELECT string_agg(encode(s.sealed, 'hex'), ' ' ORDER BY s.id DESC)
                  FROM courier.endpoint_secrets s
                  WHERE s.endpoint_id = j.endpoint_id AND (s.expires_at IS NULL OR s.expires_at > now()))
-            END AS sealed_secrets
+            END AS sealed_secrets,
+            j.traceparent
         """
 
     /// The ids `claimBatch` would take (`$1` queues or NULL, `$2` limit), without locking

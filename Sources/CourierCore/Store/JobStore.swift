@@ -138,7 +138,8 @@ public struct JobStore {
             parkOnGone: try row.decode(13, as: Bool?.self) ?? true,
             oauth: try decodeOAuth(row, from: 14),
             endpointID: try row.decode(19),
-            sealedEndpointSecrets: try decodeSealedSecrets(row.decode(20)))
+            sealedEndpointSecrets: try decodeSealedSecrets(row.decode(20)),
+            traceparent: try row.decode(21))
     }
 
     /// The sealed secrets column: hex values separated by spaces, newest first.

@@ -40,13 +40,17 @@ public struct ClaimedJob: Sendable, Equatable {
     /// That endpoint's secrets that sign now, newest first, still sealed (AES-GCM, nonce,
     /// ciphertext and tag); the worker opens them with its secrets key. They replace the queue's.
     public var sealedEndpointSecrets: [[UInt8]]
+    /// The producer's W3C trace context as stored (`courier.jobs.traceparent`), or nil: the
+    /// parent of this attempt's span, or the `traceparent` header as it is when the worker does
+    /// not trace.
+    public var traceparent: String?
 
     /// Creates a claimed job.
     public init(
         id: Int64, queue: String, method: String, url: String, headers: [(String, String)], body: [UInt8]?,
         attempt: Int, maxAttempts: Int, schedule: RetrySchedule, signingSecret: String?, queueMaxInFlight: Int?,
         postponements: Int = 0, host: String? = nil, parkOnGone: Bool = true, oauth: OAuth2ClientCredentials? = nil,
-        endpointID: Int64? = nil, sealedEndpointSecrets: [[UInt8]] = []
+        endpointID: Int64? = nil, sealedEndpointSecrets: [[UInt8]] = [], traceparent: String? = nil
     ) {
         self.id = id
         self.queue = queue
@@ -64,6 +68,7 @@ public struct ClaimedJob: Sendable, Equatable {
         self.oauth = oauth
         self.endpointID = endpointID
         self.sealedEndpointSecrets = sealedEndpointSecrets
+        self.traceparent = traceparent
         self.host = host ?? URLComponents(string: url)?.host?.lowercased() ?? ""
     }
 
