@@ -299,7 +299,7 @@ let package = Package(
         .testTarget(
             name: "CourierClientTests",
             dependencies: [
-                "CourierClient", "CourierTesting", "Postgres",
+                "CourierClient", "CourierTesting", "CourierSink", "Postgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

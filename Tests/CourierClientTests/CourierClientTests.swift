@@ -1,4 +1,5 @@
 import CourierClient
+import CourierSink
 import CourierTesting
 import Foundation
 import Logging
@@ -76,6 +77,51 @@ final class CourierClientTests: XCTestCase {
             CourierJob(url: "https://a.example/orders", queue: "orders", idempotencyKey: "order-7"), on: connection)
         XCTAssertEqual(again, id)
         try await connection.close()
+    }
+
+    /// What the producer wrote in a committed transaction reaches the receiver through a real
+    /// worker; what it wrote in a rolled-back one never does.
+    func testTheWorkerDeliversACommittedJobAndNeverARolledBackOne() async throws {
+        let received = ReceivedBodies()
+        let sink = try await HTTPSink.start { request in
+            received.add(String(decoding: request.body, as: UTF8.self))
+            return .respond(status: 200)
+        }
+        let connection = try await connect()
+        try await connection.query("BEGIN", logger: logger)
+        _ = try await client.enqueue(
+            try CourierJob(url: sink.baseURL + "/hook", json: ["order": "rolled-back"], queue: "client"), on: connection)
+        try await connection.query("ROLLBACK", logger: logger)
+        let id = try await connection.withTransaction(logger: logger) { connection in
+            try await client.enqueue(
+                try CourierJob(url: sink.baseURL + "/hook", json: ["order": "committed"], queue: "client"), on: connection)
+        }
+        try await connection.close()
+
+        let worker = Process()
+        worker.executableURL = URL(fileURLWithPath: CourierBinary.path)
+        worker.arguments = [
+            "worker", "--database-url", databaseURL, "--queues", "client", "--allow-private-targets",
+            "--poll-interval", "100ms", "--log-level", "error",
+        ]
+        worker.standardOutput = FileHandle.nullDevice
+        worker.standardError = FileHandle.nullDevice
+        try worker.run()
+        defer {
+            if worker.isRunning { kill(worker.processIdentifier, SIGTERM) }
+            waitForExit(worker)
+        }
+        let deadline = Date().addingTimeInterval(20)
+        var state = ""
+        while Date() < deadline {
+            state = try check.query("SELECT state::text FROM courier.jobs WHERE id = $1", [id])[0].decode(0, as: String.self)
+            if state == "succeeded" { break }
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        await sink.shutdown()
+        XCTAssertEqual(state, "succeeded")
+        XCTAssertEqual(received.all, [#"{"order":"committed"}"#])
+        XCTAssertEqual(try count("SELECT count(*)::int FROM courier.jobs"), 1)
     }
 
     func testEnqueueManyKeepsTheOrderAndOneBadJobRefusesTheBatch() async throws {
@@ -231,4 +277,12 @@ final class CourierClientTests: XCTestCase {
         XCTAssertGreaterThan(id, 0)
         try await producer.close()
     }
+}
+
+/// Request bodies a sink received, from its threads.
+private final class ReceivedBodies: @unchecked Sendable {
+    private let lock = NSLock()
+    private var bodies: [String] = []
+    func add(_ body: String) { lock.withLock { bodies.append(body) } }
+    var all: [String] { lock.withLock { bodies } }
 }
