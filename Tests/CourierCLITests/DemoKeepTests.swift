@@ -34,7 +34,7 @@ final class DemoKeepTests: XCTestCase {
     }
 
     func testKeptDemoPrintsItsAddressesAtOnceRefusesABusyPortAndCleansUpOnCtrlC() throws {
-        let port = try freePort()
+        let port = try ThrowawayCluster.freePort()
         let address = "127.0.0.1:\(port)"
         var pipeEnds: [Int32] = [0, 0]
         XCTAssertEqual(pipe(&pipeEnds), 0)
@@ -94,24 +94,6 @@ final class DemoKeepTests: XCTestCase {
             connection.close()
             XCTFail("the kept cluster still answers after Ctrl-C")
         }
-    }
-
-    /// A port nothing listens on now.
-    private func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
-            }
-        }
-        guard bound else { throw CocoaError(.fileWriteUnknown) }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// Starts the real binary with stdout to `stdout`, stderr to a file, TMPDIR of its own.

@@ -359,18 +359,9 @@ public enum AdminStatements {
                q.signing_secret IS NOT NULL, q.max_in_flight,
                q.oauth_token_url, q.oauth_client_id, q.oauth_scope, q.oauth_audience
         FROM (
-            WITH RECURSIVE names AS (
-                SELECT s.state, (SELECT min(j.queue) FROM courier.jobs j WHERE j.state = s.state) AS queue
-                FROM unnest(enum_range(NULL::courier.job_state)) AS s(state)
-                UNION ALL
-                SELECT n.state, (SELECT min(j.queue) FROM courier.jobs j WHERE j.state = n.state AND j.queue > n.queue)
-                FROM names n
-                WHERE n.queue IS NOT NULL
-            )
-            SELECT queue AS name FROM names WHERE queue IS NOT NULL
-            UNION
-            SELECT name FROM courier.queues
-        ) n
+        """ + queueNames + """
+
+        ) n(name)
         LEFT JOIN courier.queues q ON q.name = n.name
         ORDER BY n.name
         """)
@@ -388,7 +379,16 @@ public enum AdminStatements {
     /// suggesting a close match. The distinct queues of each state are found by a loose index
     /// scan of `jobs_state_queue_idx` (one descent per state and queue), not by reading every
     /// job.
-    public static let knownQueues = Statement<Void>("""
+    public static let knownQueues = Statement<Void>(queueNames + """
+
+        ORDER BY 1
+        LIMIT 10000
+        """)
+
+    /// Every queue name in use, once each: settings rows, and the distinct queues of jobs in each
+    /// state by a loose index scan of `jobs_state_queue_idx` (one descent per state and queue),
+    /// not by reading every job. Shared by `listQueues` and `knownQueues`.
+    static let queueNames = """
         WITH RECURSIVE names AS (
             SELECT s.state, (SELECT min(j.queue) FROM courier.jobs j WHERE j.state = s.state) AS queue
             FROM unnest(enum_range(NULL::courier.job_state)) AS s(state)
@@ -400,9 +400,7 @@ public enum AdminStatements {
         SELECT queue FROM names WHERE queue IS NOT NULL
         UNION
         SELECT name FROM courier.queues
-        ORDER BY 1
-        LIMIT 10000
-        """)
+        """
 
     /// Pauses (`$2` true) or resumes queue `$1`, creating its settings row if needed.
     public static let setPaused = Statement<(queue: String, paused: Bool)>("""
