@@ -97,6 +97,7 @@ let package = Package(
                 .embedInCode("Migrations/0011_webhooks.sql"),
                 .embedInCode("Migrations/0012_deliveries.sql"),
                 .embedInCode("Migrations/0013_traces.sql"),
+                .embedInCode("Migrations/0014_endpoint_health.sql"),
             ],
             swiftSettings: strict
         ),

@@ -127,11 +127,13 @@ public struct JobsProbe {
             """)
     }
 
-    /// Forgets every destination's live state and settings. Destinations are keyed by host,
-    /// and tests of one database share 127.0.0.1: without this, one test's failures (a failure
-    /// streak, an open breaker) or killed workers (running counts) would hold back the next.
+    /// Forgets every destination's live state and settings, and the health of plain-job
+    /// endpoints. Destinations are keyed by host, and tests of one database share 127.0.0.1:
+    /// without this, one test's failures (a failure streak, an open breaker) or killed workers
+    /// (running counts) would hold back the next.
     public func forgetDestinations() throws {
         try connection.query("DELETE FROM courier.destinations")
+        try connection.query("DELETE FROM courier.endpoint_health WHERE endpoint_id IS NULL")
     }
 
     /// Closes the connection.
@@ -174,4 +176,35 @@ public func runShellCommand(_ command: String) -> Int32 {
     var status: Int32 = 0
     while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
     return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+}
+
+extension JobStore {
+    /// Writes one outcome, `result`, for each of `jobs` as the worker would: the transition the
+    /// policy decides for it (with a fixed jitter) and `now` as its start and end.
+    public func record(_ jobs: [ClaimedJob], _ result: Delivery) throws {
+        let now = Date()
+        try recordOutcomes(jobs.map { job in
+            AttemptRecord(
+                jobID: job.id, attempt: job.attempt,
+                transition: JobTransition.decide(
+                    result, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule,
+                    postponements: job.postponements, parkOnGone: job.parkOnGone, random: 0.5),
+                delivery: result, startedAt: now, finishedAt: now, host: job.host)
+        })
+    }
+}
+
+/// A flag a receiver's handler reads and a test flips, from any thread.
+public final class SharedFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Bool
+
+    /// A flag set to `value`.
+    public init(_ value: Bool) { stored = value }
+
+    /// The flag now.
+    public var value: Bool {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
 }

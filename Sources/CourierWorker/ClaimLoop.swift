@@ -180,7 +180,8 @@ final class ClaimLoop: @unchecked Sendable {
                 connection = try connect()
                 logger.info("connected to PostgreSQL")
             }
-            let store = JobStore(connection: connection!, workerID: configuration.workerID)
+            let store = JobStore(
+                connection: connection!, workerID: configuration.workerID, endpointDisable: configuration.endpointDisable)
             switch statement {
             case .claim(let limit):
                 let claim = try store.claimBatch(

@@ -26,6 +26,8 @@ public final class WorkerMetrics: @unchecked Sendable {
         "courier_destinations_disabled": "Destinations disabled by an operator or a 410 Gone.",
         "courier_destinations_running": "Jobs running at all destinations, across every worker.",
         "courier_endpoints_disabled": "Webhook endpoints disabled, by an operator or by their health.",
+        "courier_endpoint_breakers_open":
+            "Endpoints (webhook endpoints, or plain-job URLs without the query) whose own circuit breaker is open or half-open.",
     ]
 
     /// Claim transactions run.
@@ -120,6 +122,7 @@ public final class WorkerMetrics: @unchecked Sendable {
         Gauge(label: "courier_destinations_disabled").record(health.disabled)
         Gauge(label: "courier_destinations_running").record(health.running)
         Gauge(label: "courier_endpoints_disabled").record(health.endpointsDisabled)
+        Gauge(label: "courier_endpoint_breakers_open").record(health.endpointBreakersOpen)
     }
 
     /// Publishes per-queue due depth and the age of the oldest due job; queues that no longer

@@ -43,6 +43,10 @@ public struct WorkerConfiguration: Sendable {
     public var retentionCancelled: Duration = .hours(7 * 24)
     /// Age after which dead jobs are deleted, where the queue sets nothing (default 30 days).
     public var retentionDead: Duration = .hours(30 * 24)
+    /// When a registered webhook endpoint is disabled on its own, where the endpoint sets
+    /// nothing (default ``EndpointDisable/standard``: 5 days of failures, or 100 dead
+    /// deliveries in a row).
+    public var endpointDisable: EndpointDisable = .standard
     /// How much deleting one maintenance pass may do, and how soon the next pass runs while
     /// old jobs are left (default: batches of 5,000 for up to 1 s, again after 100 ms).
     public var retentionBudget = RetentionBudget()
@@ -120,6 +124,10 @@ public struct WorkerConfiguration: Sendable {
         try require(retention >= .zero, "retention", "must not be negative", "\(retention)")
         try require(retentionCancelled >= .zero, "retentionCancelled", "must not be negative", "\(retentionCancelled)")
         try require(retentionDead >= .zero, "retentionDead", "must not be negative", "\(retentionDead)")
+        try require(
+            endpointDisable.window >= .zero, "endpointDisableAfter", "must not be negative", "\(endpointDisable.window)")
+        try require(
+            endpointDisable.deadInARow >= 0, "endpointDisableDead", "must not be negative", "\(endpointDisable.deadInARow)")
         try require(gracePeriod >= .zero, "gracePeriod", "must not be negative", "\(gracePeriod)")
         try require(shutdownGiveUp >= .zero, "shutdownGiveUp", "must not be negative", "\(shutdownGiveUp)")
         try require(listenerPing > .zero, "listenerPing", "must be above 0", "\(listenerPing)")

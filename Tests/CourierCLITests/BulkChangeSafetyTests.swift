@@ -74,11 +74,15 @@ final class BulkChangeSafetyTests: CLITestCase {
             ["stats", "--interval", "2"],
             ["worker", "--grace-period", "25"],
             ["worker", "--lease", "60"],
+            ["worker", "--endpoint-disable-after", "5"],
         ]
         for arguments in refusals {
             let result = try CourierRunner.run(arguments, databaseURL: databaseURL)
             assertFails(result, code: 2, mentioning: "needs a unit")
         }
+        assertFails(
+            try CourierRunner.run(["worker", "--endpoint-disable-dead=-1"], databaseURL: databaseURL), code: 2,
+            mentioning: "--endpoint-disable-dead must be at least 0")
         XCTAssertEqual(try jobCount, 1)
         // Zero is zero in any unit, and every unit still works.
         XCTAssertEqual(try courier("enqueue", "--url", "https://example.com/x", "--delay", "0").status, 0)

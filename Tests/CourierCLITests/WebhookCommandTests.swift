@@ -393,7 +393,7 @@ final class WebhookCommandTests: CLITestCase {
         XCTAssertTrue(ok(try run("endpoints", "disable", "\(id)")).stdout.contains("disabled already"))
         let list = ok(try run("endpoints", "list"))
         XCTAssertTrue(list.stdout.contains("disabled: customer asked to pause"), list.stdout)
-        for column in ["ID", "TENANT", "URL", "EVENTS", "QUEUE", "STATE", "RECENT", "LAST SUCCESS"] {
+        for column in ["ID", "TENANT", "URL", "EVENTS", "QUEUE", "STATE", "HEALTH", "RECENT", "LAST SUCCESS"] {
             XCTAssertTrue(list.stdout.contains(column), column)
         }
         let skipped = try object(try run("publish", "--type", "order.paid", "--tenant", "acme", "--data", "{}", "--json"))
@@ -414,6 +414,51 @@ final class WebhookCommandTests: CLITestCase {
         XCTAssertEqual(try secretCount, 0)
         assertFails(try run("endpoints", "show", "\(id)"), code: 3, mentioning: "no endpoint \(id)")
         XCTAssertTrue(ok(try run("endpoints", "list")).stdout.contains("No endpoints yet"))
+    }
+
+    func testEndpointsShowTheirHealthAndTheirAutoDisableSettings() throws {
+        let (id, _) = try add()
+        assertFails(
+            try run("endpoints", "update", "\(id)", "--disable-after", "soon"), code: 2, mentioning: "--disable-after")
+        assertFails(
+            try run("endpoints", "update", "\(id)", "--disable-after-dead=-1"), code: 2, mentioning: "whole number of at least 0")
+        XCTAssertEqual(try count("SELECT count(*) FROM courier.endpoints WHERE id = $1 AND disable_after IS NULL", [id]), 1)
+        let shown = ok(try run("endpoints", "show", "\(id)"))
+        XCTAssertTrue(shown.stdout.contains("health       ok"), shown.stdout)
+        XCTAssertTrue(shown.stdout.contains("auto-disable after failing for the workers' --endpoint-disable-after"), shown.stdout)
+        let updated = try object(try run(
+            "endpoints", "update", "\(id)", "--disable-after", "2d", "--disable-after-dead", "0", "--json"))
+        let settings = try XCTUnwrap(updated["health"] as? [String: Any])
+        XCTAssertEqual((settings["disable_after_seconds"] as? NSNumber)?.doubleValue, 172_800)
+        XCTAssertEqual(int(settings["disable_after_dead"]), 0)
+        XCTAssertTrue(
+            ok(try run("endpoints", "show", "\(id)")).stdout.contains("auto-disable after failing for 2d; never for dead deliveries"))
+        // Its breaker opened (as outcomes would open it): the list and show say so.
+        try connection.query(
+            """
+            UPDATE courier.endpoint_health
+            SET failure_streak = 10, opened_at = now(), probe_at = now() + interval '30 seconds',
+                failing_since = now() - interval '1 hour', dead_streak = 2
+            WHERE endpoint_id = $1
+            """, [id])
+        let list = ok(try run("endpoints", "list"))
+        XCTAssertTrue(list.stdout.contains("HEALTH"), list.stdout)
+        XCTAssertTrue(list.stdout.contains("breaker open"), list.stdout)
+        let health = try XCTUnwrap(
+            (try XCTUnwrap(try ok(try run("endpoints", "list", "--json")).json() as? [[String: Any]]).first?["health"])
+                as? [String: Any])
+        XCTAssertEqual(health["breaker_open"] as? Bool, true)
+        XCTAssertEqual(int(health["failure_streak"]), 10)
+        XCTAssertEqual(int(health["dead_streak"]), 2)
+        XCTAssertNotNil(health["failing_since"] as? String)
+        let show = ok(try run("endpoints", "show", "\(id)")).stdout
+        XCTAssertTrue(show.contains("breaker open, probe "), show)
+        XCTAssertTrue(show.contains("2 dead in a row; failing since "), show)
+        _ = ok(try run("endpoints", "update", "\(id)", "--disable-after", "default", "--disable-after-dead", "default"))
+        XCTAssertEqual(
+            try count(
+                "SELECT count(*) FROM courier.endpoints WHERE id = $1 AND disable_after IS NULL AND disable_after_dead IS NULL",
+                [id]), 1)
     }
 
     // MARK: Test pings

@@ -45,20 +45,6 @@ final class DestinationTests: XCTestCase {
             "SELECT count(*) FROM courier.jobs WHERE host = $1 AND state = 'running'", [host(name)])[0].decode(0)
     }
 
-    private func record(_ store: JobStore, _ jobs: [ClaimedJob], _ result: Delivery, postponements: Int = 0)
-        throws
-    {
-        let now = Date()
-        try store.recordOutcomes(jobs.map { job in
-            AttemptRecord(
-                jobID: job.id, attempt: job.attempt,
-                transition: JobTransition.decide(
-                    result, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule,
-                    postponements: job.postponements, parkOnGone: job.parkOnGone, random: 0.5),
-                delivery: result, startedAt: now, finishedAt: now, host: job.host)
-        })
-    }
-
     func testHostIsDerivedByTheDatabase() throws {
         let id = try enqueue(1, host: "Mixed")[0]
         XCTAssertEqual(
@@ -80,7 +66,7 @@ final class DestinationTests: XCTestCase {
         XCTAssertEqual(claimedBySecond.jobs.count, 0, "another worker may not pass the cap")
         XCTAssertTrue(claimedBySecond.heldBack)
         XCTAssertEqual(try running("a"), 3)
-        try record(first, [claimedByFirst.jobs[0]], .delivered(status: 200))
+        try first.record([claimedByFirst.jobs[0]], .delivered(status: 200))
         XCTAssertEqual(try running("a"), 2)
         XCTAssertEqual(
             try second.claimBatch(queues: [queue], limit: 10, lease: .seconds(60), perHostLimit: 3).jobs.count, 1)
@@ -162,7 +148,7 @@ final class DestinationTests: XCTestCase {
         // UPDATE: each frees exactly one slot.
         try store.release([(jobs[0].id, jobs[0].attempt)], delay: .seconds(60))
         XCTAssertEqual(try claim().count, 1)
-        try record(store, [jobs[1]], .response(status: 500, error: "HTTP 500"))
+        try store.record([jobs[1]], .response(status: 500, error: "HTTP 500"))
         XCTAssertEqual(try claim().count, 1)
         try connection.query(
             "UPDATE courier.jobs SET locked_until = now() - interval '1 second' WHERE id = $1", [jobs[2].id])
@@ -205,7 +191,8 @@ final class DestinationTests: XCTestCase {
         let store = JobStore(connection: connection, workerID: "w1")
         let first = try store.claim(queues: [queue], limit: 3, lease: .seconds(60))
         XCTAssertEqual(first.count, 3)
-        try record(store, first, .response(status: 502, error: "HTTP 502"))
+        // Refused connections are the host's fault (a 5xx is its endpoint's: EndpointHealthTests).
+        try store.record(first, .failure(.transport(.connectRefused), error: "connection refused"))
         let state = try connection.query(
             "SELECT failure_streak, opened_at IS NOT NULL, probe_at > now() + interval '50 seconds' FROM courier.destinations WHERE host = $1",
             [host("flaky")])[0]
@@ -219,7 +206,7 @@ final class DestinationTests: XCTestCase {
         let probe = try store.claim(queues: [queue], limit: 10, lease: .seconds(60))
         XCTAssertEqual(probe.count, 1)
         XCTAssertEqual(try store.claim(queues: [queue], limit: 10, lease: .seconds(60)).count, 0)
-        try record(store, probe, .delivered(status: 200))
+        try store.record(probe, .delivered(status: 200))
         XCTAssertEqual(
             try connection.query(
                 "SELECT failure_streak, opened_at IS NULL FROM courier.destinations WHERE host = $1", [host("flaky")]
@@ -274,7 +261,7 @@ final class DestinationTests: XCTestCase {
         let id = try enqueue(1, host: "busy429", maxAttempts: 1)[0]
         let store = JobStore(connection: connection, workerID: "w1")
         let jobs = try store.claim(queues: [queue], limit: 1, lease: .seconds(60))
-        try record(store, jobs, .response(status: 429, error: "HTTP 429", retryAfter: .seconds(30)))
+        try store.record(jobs, .response(status: 429, error: "HTTP 429", retryAfter: .seconds(30)))
         let row = try connection.query(
             """
             SELECT state::text, attempt, postponements, run_at > now() + interval '25 seconds',
@@ -299,7 +286,7 @@ final class DestinationTests: XCTestCase {
         let store = JobStore(connection: connection, workerID: "w1")
         let jobs = try store.claim(queues: [queue], limit: 1, lease: .seconds(60))
         XCTAssertEqual(jobs.first?.parkOnGone, false)
-        try record(store, jobs, .response(status: 410, error: "HTTP 410 Gone"))
+        try store.record(jobs, .response(status: 410, error: "HTTP 410 Gone"))
         XCTAssertEqual(
             try connection.query("SELECT state::text FROM courier.jobs WHERE id = $1", [ids[0]])[0].decode(0, as: String.self),
             "dead")
@@ -313,7 +300,7 @@ final class DestinationTests: XCTestCase {
         let ids = try enqueue(3, host: "gone")
         let store = JobStore(connection: connection, workerID: "w1")
         let jobs = try store.claim(queues: [queue], limit: 1, lease: .seconds(60))
-        try record(store, jobs, .response(status: 410, error: "HTTP 410 Gone"))
+        try store.record(jobs, .response(status: 410, error: "HTTP 410 Gone"))
         let destination = try connection.query(
             "SELECT disabled_at IS NOT NULL, disabled_reason FROM courier.destinations WHERE host = $1", [host("gone")])[0]
         XCTAssertEqual(try destination.decode(0, as: Bool.self), true)

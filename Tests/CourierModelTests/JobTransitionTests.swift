@@ -111,9 +111,18 @@ final class JobTransitionTests: XCTestCase {
         XCTAssertEqual(Delivery.response(status: 400, error: "HTTP 400").verdict.destination, .answered)
         XCTAssertEqual(Delivery.response(status: 410, error: "HTTP 410").verdict.destination, .gone)
         XCTAssertEqual(Delivery.failure(.refusedTarget, error: "refused: private address").verdict.destination, .none)
-        XCTAssertEqual(Delivery.response(status: 500, error: "HTTP 500").verdict.destination, .failed)
-        XCTAssertEqual(Delivery.response(status: 503, error: "HTTP 503", retryAfter: .seconds(5)).verdict.destination, .failed)
-        XCTAssertEqual(Delivery.response(status: 408, error: "HTTP 408").verdict.destination, .failed)
+        // The endpoint's own failures count against the endpoint; the host hears an answer.
+        XCTAssertEqual(Delivery.response(status: 500, error: "HTTP 500").verdict.destination, .endpointFailed)
+        XCTAssertEqual(
+            Delivery.response(status: 503, error: "HTTP 503", retryAfter: .seconds(5)).verdict.destination, .endpointFailed)
+        XCTAssertEqual(Delivery.response(status: 408, error: "HTTP 408").verdict.destination, .endpointFailed)
+        XCTAssertEqual(
+            Delivery.failure(.transport(.readTimeout), error: "no answer in time").verdict.destination, .endpointFailed)
+        // What keeps the host from answering at all counts against the host.
+        XCTAssertEqual(
+            Delivery.failure(.transport(.connectRefused), error: "connection refused").verdict.destination, .failed)
+        XCTAssertEqual(
+            Delivery.failure(.transport(.connectTimeout), error: "connect timed out").verdict.destination, .failed)
         XCTAssertEqual(
             Delivery.failure(.transport(.connectionReset), error: "connection reset").verdict.destination, .failed)
         XCTAssertEqual(Delivery.response(status: 429, error: "HTTP 429", retryAfter: .seconds(5)).verdict.destination, .none)

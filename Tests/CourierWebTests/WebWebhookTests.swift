@@ -106,6 +106,9 @@ final class WebWebhookTests: WebTestCase {
         let other = try addEndpoint("https://other-tenant.example/in", tenant: "globex")
         let paused = try addEndpoint("https://paused.example/in", tenant: "globex")
         try store.disableEndpoint(paused, reason: "customer asked for a pause")
+        // The disable published its operational event (EndpointHealthTests checks it); this
+        // test pages through the producer's own messages.
+        try connection.query("DELETE FROM courier.messages WHERE event_type LIKE 'courier.%'")
 
         let paid = try store.publish(
             eventType: "invoice.paid",
@@ -157,6 +160,17 @@ final class WebWebhookTests: WebTestCase {
             XCTAssertTrue(detail.body.contains(shown), "\(shown) on the endpoint page")
         }
         XCTAssertFalse(detail.body.contains("HEADERVALUE"), "header values are never shown")
+        XCTAssertTrue(detail.body.contains(#"<dd id="health">ok</dd>"#), "a healthy endpoint says so")
+        XCTAssertTrue(detail.body.contains("after failing for the workers&#39; --endpoint-disable-after")
+            || detail.body.contains("after failing for the workers' --endpoint-disable-after"), "when it disables itself")
+        try connection.query(
+            """
+            UPDATE courier.endpoint_health SET failure_streak = 10, opened_at = now(), probe_at = now() + interval '30 seconds',
+                dead_streak = 3 WHERE endpoint_id = $1
+            """, [billing])
+        let failing = try await browser.get("/endpoints/\(billing)")
+        XCTAssertTrue(failing.body.contains(#"<dd id="health">breaker open, probe "#), "its own breaker is shown")
+        XCTAssertTrue(failing.body.contains("3 dead in a row"))
         XCTAssertFalse(detail.body.contains("rotation-needs-key"))
         let crmPage = try await browser.get("/endpoints/\(crm)")
         let deliveries = Self.tableRows(crmPage.body, id: "deliveries")

@@ -41,7 +41,7 @@ final class DestinationWorkerTests: WorkerTestCase {
         XCTAssertEqual(workers, 2, "both workers took part")
     }
 
-    func testFailingHostSpendsNoAttemptsWhileItsBreakerIsOpen() async throws {
+    func testFailingEndpointSpendsNoAttemptsWhileItsBreakerIsOpen() async throws {
         let sink = try await HTTPSink.start { request in
             request.path == "/fail" ? .respond(status: 500) : .respond(status: 200)
         }
@@ -59,13 +59,14 @@ final class DestinationWorkerTests: WorkerTestCase {
         }
         _ = try startWorkerProcess(["--per-host-limit", "2", "--resolve", "*.localhost=127.0.0.1"])
         XCTAssertTrue(try waitFor(30) { try healthy.allSatisfy { try probe.job($0).state == "succeeded" } })
+        // A 500 is the endpoint's failure: its own breaker opens, not the host's.
         XCTAssertTrue(try waitFor(30) {
             try probe.connection.query(
                 """
                 SELECT opened_at IS NOT NULL
-                       AND NOT EXISTS (SELECT 1 FROM courier.jobs WHERE host = d.host AND state = 'running')
-                FROM courier.destinations d WHERE host = 'failing.localhost'
-                """
+                       AND NOT EXISTS (SELECT 1 FROM courier.jobs WHERE host = h.host AND state = 'running')
+                FROM courier.endpoint_health h WHERE key = $1
+                """, ["http://failing.localhost:\(port)/fail"]
             ).rows.first?.decode(0, as: Bool.self) ?? false
         })
         let before = try probe.connection.query(
@@ -91,7 +92,7 @@ final class DestinationWorkerTests: WorkerTestCase {
     }
 
     func testGoneDisablesTheHostParksItsJobsAndEnableDeliversThem() async throws {
-        let gone = UncheckedFlag(true)
+        let gone = SharedFlag(true)
         let sink = try await HTTPSink.start { _ in gone.value ? .respond(status: 410) : .respond(status: 200) }
         sinks.append(sink)
         let ids = try (0..<5).map { _ in
@@ -118,16 +119,5 @@ final class DestinationWorkerTests: WorkerTestCase {
         let enabled = try CourierRunner.run(["hosts", "enable", "gone.localhost"], databaseURL: url)
         XCTAssertEqual(enabled.status, 0, enabled.stderr)
         XCTAssertTrue(try waitFor(20) { try ids.allSatisfy { try probe.job($0).state == "succeeded" } })
-    }
-}
-
-/// A flag a handler reads and a test flips.
-private final class UncheckedFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Bool
-    init(_ value: Bool) { stored = value }
-    var value: Bool {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
     }
 }

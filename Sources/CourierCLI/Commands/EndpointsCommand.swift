@@ -57,9 +57,11 @@ struct EndpointsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List endpoints, newest first, with how their last 100 deliveries went.",
             discussion: """
-                RECENT counts the endpoint's last 100 deliveries by outcome; LAST SUCCESS is
-                the newest successful one among them. When more endpoints exist than --limit
-                shows, a last line says so (on stderr with --json).
+                HEALTH is the endpoint's own breaker (its 5xx and timeouts open it; its
+                host's breaker is `courier hosts`), its failure and dead streaks, and since
+                when every delivery failed. RECENT counts the endpoint's last 100 deliveries
+                by outcome; LAST SUCCESS is the newest successful one. When more endpoints
+                exist than --limit shows, a last line says so (on stderr with --json).
 
                 Examples:
                   courier endpoints list
@@ -91,13 +93,13 @@ struct EndpointsCommand: ParsableCommand {
                 print(tenant == nil ? "No endpoints yet (add one with `courier endpoints add`)." : "No endpoints of this tenant.")
                 return
             }
-            var rows = [["ID", "TENANT", "URL", "EVENTS", "QUEUE", "STATE", "RECENT", "LAST SUCCESS"]]
+            var rows = [["ID", "TENANT", "URL", "EVENTS", "QUEUE", "STATE", "HEALTH", "RECENT", "LAST SUCCESS"]]
             for endpoint in endpoints {
                 rows.append([
                     String(endpoint.id), WebhookOutput.tenant(endpoint.tenant), Output.clip(Redaction.url(endpoint.url), 50),
                     Output.clip(WebhookOutput.events(endpoint.eventTypes), 40), Redaction.text(endpoint.queue),
-                    WebhookOutput.state(endpoint, width: 40), WebhookOutput.counts(endpoint.recent),
-                    Output.timestamp(endpoint.lastSuccessAt),
+                    WebhookOutput.state(endpoint, width: 40), Output.clip(WebhookOutput.health(endpoint), 40),
+                    WebhookOutput.counts(endpoint.recent), Output.timestamp(WebhookOutput.lastSuccess(endpoint)),
                 ])
             }
             print(TextTable.render(rows))
@@ -159,7 +161,9 @@ struct EndpointsCommand: ParsableCommand {
                 recent += "; newest \(state.rawValue)" + (endpoint.recent.lastStatus.map { " (HTTP \($0))" } ?? "")
             }
             lines.append("  deliveries   \(recent)")
-            lines.append("  last success \(Output.timestamp(endpoint.lastSuccessAt))")
+            lines.append("  health       \(WebhookOutput.health(endpoint))")
+            lines.append("  auto-disable \(WebhookOutput.autoDisable(endpoint.health))")
+            lines.append("  last success \(Output.timestamp(WebhookOutput.lastSuccess(endpoint)))")
             print(lines.joined(separator: "\n"))
         }
     }
@@ -243,6 +247,7 @@ struct EndpointsCommand: ParsableCommand {
                   courier endpoints update 7 --url https://acme.example/hooks/v2
                   courier endpoints update 7 --events 'invoice.*' --no-filter
                   courier endpoints update 7 --header 'X-Team: ops' --rate-limit 20 --ordered
+                  courier endpoints update 7 --disable-after 2d --disable-after-dead 0
 
                 SQL: UPDATE courier.endpoints SET url = 'https://acme.example/hooks/v2'
                      WHERE id = 7;
@@ -276,6 +281,14 @@ struct EndpointsCommand: ParsableCommand {
         var ordered = false
         @Flag(help: "Deliver concurrently again.")
         var unordered = false
+        @Option(
+            name: .customLong("disable-after"),
+            help: ArgumentHelp("Disable it when every delivery failed for this long (e.g. 3d); 0 never; 'default' for the workers'.", valueName: "duration"))
+        var disableAfter: String?
+        @Option(
+            name: .customLong("disable-after-dead"),
+            help: ArgumentHelp("Disable it after this many deliveries in a row went dead; 0 never; 'default' for the workers'.", valueName: "n"))
+        var disableAfterDead: String?
 
         func validate() throws {
             if filter != nil && noFilter { throw CLIError.usage("give --filter or --no-filter, not both") }
@@ -299,10 +312,33 @@ struct EndpointsCommand: ParsableCommand {
             if let rateLimit { change.rateLimit = .some(rateLimit); changed.append("rate limit") }
             if noRateLimit { change.rateLimit = .some(nil); changed.append("rate limit") }
             if ordered || unordered { change.ordered = ordered; changed.append("ordering") }
+            if let disableAfter {
+                if disableAfter == "default" {
+                    change.disableAfter = .some(nil)
+                } else if disableAfter == "0" {
+                    change.disableAfter = .some(.zero)
+                } else if let seconds = DurationParser.seconds(disableAfter) {
+                    change.disableAfter = .some(.seconds(seconds))
+                } else {
+                    throw CLIError.usage(DurationParser.message(disableAfter, flag: "--disable-after") + ", or 'default'")
+                }
+                changed.append("disable after")
+            }
+            if let disableAfterDead {
+                if disableAfterDead == "default" {
+                    change.disableAfterDead = .some(nil)
+                } else if let count = Int(disableAfterDead), count >= 0 {
+                    change.disableAfterDead = .some(count)
+                } else {
+                    throw CLIError.usage(
+                        "--disable-after-dead must be a whole number of at least 0, or 'default', got \(disableAfterDead.debugDescription)")
+                }
+                changed.append("disable after dead")
+            }
             guard !change.isEmpty else {
                 throw CLIError.usage(
                     "nothing to change: give --url, --events, --description, --filter, --no-filter, --header, --no-headers, "
-                        + "--queue, --rate-limit, --no-rate-limit, --ordered or --unordered")
+                        + "--queue, --rate-limit, --no-rate-limit, --ordered, --unordered, --disable-after or --disable-after-dead")
             }
             let connection = try database.connect()
             defer { connection.close() }
@@ -318,11 +354,14 @@ struct EndpointsCommand: ParsableCommand {
 
     struct Disable: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Stop sending new messages to an endpoint.",
+            abstract: "Stop sending to an endpoint; its waiting deliveries wait until it is enabled.",
             discussion: """
                 Messages published while it is disabled are not sent to it (`recover` can
-                send them later); deliveries already waiting still go. Disabling a disabled
-                endpoint keeps its first reason.
+                send them later); deliveries already waiting stay waiting, visible, and go
+                when it is enabled. Disabling a disabled endpoint keeps its first reason.
+                Every disable, by an operator or by the endpoint's health, publishes the
+                event courier.endpoint.disabled to the internal endpoints (no tenant)
+                subscribed to it.
 
                 Example:
                   courier endpoints disable 7 --reason "customer asked to pause"
@@ -354,10 +393,11 @@ struct EndpointsCommand: ParsableCommand {
 
     struct Enable: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Send new messages to a disabled endpoint again.",
+            abstract: "Send to a disabled endpoint again: its waiting deliveries go, and new messages.",
             discussion: """
-                Messages published while it was disabled are not sent by this; `courier
-                endpoints recover` re-sends dead ones.
+                Deliveries that waited while it was disabled go at once (still in publish
+                order for an ordered endpoint). Messages published while it was disabled
+                are not sent by this; `courier endpoints recover` re-sends dead ones.
 
                 Example:
                   courier endpoints enable 7

@@ -133,6 +133,21 @@ enum WebhookOutput {
         return "disabled: " + Output.clip(Output.oneLine(Redaction.text(endpoint.disabledReason ?? "")), width)
     }
 
+    /// An endpoint's own health in a few words (``EndpointHealth/summary(time:)``).
+    static func health(_ endpoint: EndpointInfo) -> String {
+        endpoint.health.summary(time: Output.timestamp)
+    }
+
+    /// When an endpoint disables itself.
+    static func autoDisable(_ health: EndpointHealth) -> String {
+        health.autoDisableSummary { Output.duration($0.inSeconds) }
+    }
+
+    /// The later of an endpoint's two records of its last success.
+    static func lastSuccess(_ endpoint: EndpointInfo) -> Date? {
+        [endpoint.lastSuccessAt, endpoint.health.lastSuccessAt].compactMap { $0 }.max()
+    }
+
     /// A rate limit: `50/s`, `0.5/s`, or `none`.
     static func rate(_ rate: Double?) -> String {
         guard let rate else { return "none" }
@@ -154,7 +169,17 @@ enum WebhookOutput {
             "disabled_reason": Output.orNull(endpoint.disabledReason.map(Redaction.message)),
             "created_at": Output.timestamp(endpoint.createdAt), "updated_at": Output.timestamp(endpoint.updatedAt),
             "valid_secrets": endpoint.validSecrets, "retiring_until": Output.jsonTime(endpoint.retiringUntil),
-            "recent": countsJSON(endpoint.recent), "last_success_at": Output.jsonTime(endpoint.lastSuccessAt),
+            "recent": countsJSON(endpoint.recent), "last_success_at": Output.jsonTime(lastSuccess(endpoint)),
+            "health": [
+                "failure_streak": endpoint.health.failureStreak,
+                "breaker_open": endpoint.health.breakerOpenedAt != nil,
+                "breaker_opened_at": Output.jsonTime(endpoint.health.breakerOpenedAt),
+                "probe_at": Output.jsonTime(endpoint.health.probeAt),
+                "failing_since": Output.jsonTime(endpoint.health.failingSince),
+                "dead_streak": endpoint.health.deadStreak,
+                "disable_after_seconds": Output.orNull(endpoint.health.disableAfter?.inSeconds),
+                "disable_after_dead": Output.orNull(endpoint.health.disableAfterDead),
+            ] as [String: Any],
         ]
     }
 

@@ -64,6 +64,16 @@ struct WorkerCommand: ParsableCommand {
     @Option(name: .customLong("retention-dead"), help: "The same for dead jobs (default 30d).")
     var retentionDead: String?
 
+    @Option(
+        name: .customLong("endpoint-disable-after"),
+        help: "Disable a webhook endpoint when every delivery failed for this long, where it sets nothing itself; 0 never (default 5d).")
+    var endpointDisableAfter: String?
+
+    @Option(
+        name: .customLong("endpoint-disable-dead"),
+        help: "Disable a webhook endpoint after this many deliveries in a row went dead, where it sets nothing itself; 0 never (default 100).")
+    var endpointDisableDead: Int?
+
     @Option(name: .customLong("request-timeout"), help: "Total timeout of one request (default 30s).")
     var requestTimeout: String?
 
@@ -150,6 +160,16 @@ struct WorkerCommand: ParsableCommand {
         }
         if let v = try duration(retentionDead, "RETENTION_DEAD", "retention-dead", field: "retentionDead") {
             config.retentionDead = v
+        }
+        if value(endpointDisableAfter, "ENDPOINT_DISABLE_AFTER") == "0" {
+            config.endpointDisable.window = .zero
+        } else if let v = try duration(
+            endpointDisableAfter, "ENDPOINT_DISABLE_AFTER", "endpoint-disable-after", field: "endpointDisableAfter")
+        {
+            config.endpointDisable.window = v
+        }
+        if let v = try integer(endpointDisableDead, "ENDPOINT_DISABLE_DEAD", "endpoint-disable-dead", minimum: 0) {
+            config.endpointDisable.deadInARow = v
         }
         do {
             try config.validate()
@@ -238,7 +258,7 @@ struct WorkerCommand: ParsableCommand {
             "pollInterval": config.pollInterval, "leaseDuration": config.leaseDuration,
             "heartbeatInterval": config.heartbeatInterval, "gracePeriod": config.gracePeriod,
             "retention": config.retention, "retentionCancelled": config.retentionCancelled,
-            "retentionDead": config.retentionDead,
+            "retentionDead": config.retentionDead, "endpointDisableAfter": config.endpointDisable.window,
         ]
         return values[field]?.inSeconds ?? 0
     }

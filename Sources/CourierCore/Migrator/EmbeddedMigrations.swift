@@ -17,5 +17,6 @@ public enum EmbeddedMigrations {
         Migration(fileName: "0011_webhooks.sql", bytes: PackageResources._011_webhooks_sql),
         Migration(fileName: "0012_deliveries.sql", bytes: PackageResources._012_deliveries_sql),
         Migration(fileName: "0013_traces.sql", bytes: PackageResources._013_traces_sql),
+        Migration(fileName: "0014_endpoint_health.sql", bytes: PackageResources._014_endpoint_health_sql),
     ]
 }

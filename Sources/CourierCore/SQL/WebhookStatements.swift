@@ -64,8 +64,11 @@ public enum WebhookStatements {
                 WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
                (SELECT min(s.expires_at) FROM courier.endpoint_secrets s
                 WHERE s.endpoint_id = e.id AND s.expires_at > now()),
-               r.total, r.succeeded, r.dead, r.waiting, r.last_state::text, r.last_status, r.last_success
+               r.total, r.succeeded, r.dead, r.waiting, r.last_state::text, r.last_status, r.last_success,
+               h.failure_streak, h.opened_at, h.probe_at, h.failing_since, h.dead_streak, h.last_success_at,
+               extract(epoch FROM e.disable_after)::float8, e.disable_after_dead
         FROM courier.endpoints e
+        LEFT JOIN courier.endpoint_health h ON h.endpoint_id = e.id
         CROSS JOIN LATERAL (
         """ + deliveryCounts + """
             FROM (SELECT j.id, j.state, j.last_status, j.finished_at
@@ -112,7 +115,9 @@ public enum WebhookStatements {
             headers = CASE WHEN $10 THEN $11::jsonb ELSE headers END,
             queue = CASE WHEN $12 THEN $13 ELSE queue END,
             rate_limit = CASE WHEN $14 THEN $15::float8 ELSE rate_limit END,
-            ordered = CASE WHEN $16 THEN $17 ELSE ordered END
+            ordered = CASE WHEN $16 THEN $17 ELSE ordered END,
+            disable_after = CASE WHEN $18 THEN $19::float8 * interval '1 second' ELSE disable_after END,
+            disable_after_dead = CASE WHEN $20 THEN $21::int ELSE disable_after_dead END
         WHERE id = $1
         RETURNING id
         """) { id, change in
@@ -123,6 +128,8 @@ public enum WebhookStatements {
             change.headers != nil, change.headers.map(headersJSON),
             change.queue != nil, change.queue, change.rateLimit != nil, change.rateLimit ?? nil,
             change.ordered != nil, change.ordered ?? false,
+            change.disableAfter != nil, (change.disableAfter ?? nil)?.inSeconds,
+            change.disableAfterDead != nil, change.disableAfterDead ?? nil,
         ]
     }
 

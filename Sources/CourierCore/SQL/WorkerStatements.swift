@@ -101,13 +101,13 @@ public enum WorkerStatements {
     public static let lockDestinations = Statement<(queues: [String]?, limit: Int)>("""
         WITH RECURSIVE lanes AS (
             (SELECT j.host, j.queue FROM courier.jobs j
-             WHERE j.state IN ('pending', 'retrying') ORDER BY j.host, j.queue LIMIT 1)
+             WHERE j.state IN ('pending', 'retrying') AND j.gate IS NULL ORDER BY j.host, j.queue LIMIT 1)
             UNION ALL
             SELECT n.host, n.queue
             FROM lanes l
             CROSS JOIN LATERAL (
                 SELECT j.host, j.queue FROM courier.jobs j
-                WHERE j.state IN ('pending', 'retrying') AND (j.host, j.queue) > (l.host, l.queue)
+                WHERE j.state IN ('pending', 'retrying') AND j.gate IS NULL AND (j.host, j.queue) > (l.host, l.queue)
                 ORDER BY j.host, j.queue LIMIT 1
             ) n
         ),
@@ -121,9 +121,12 @@ public enum WorkerStatements {
             ) head
             WHERE \(openLane)
         ),
+        gate_heads AS (\(gateHeads)),
         firsts AS (
             SELECT DISTINCT ON (hd.host) hd.host, hd.priority, hd.run_at, hd.id
-            FROM heads hd
+            FROM (SELECT h.host, h.priority, h.run_at, h.id FROM heads h
+                  UNION ALL
+                  SELECT g.host, g.priority, g.run_at, g.id FROM gate_heads g) hd
             ORDER BY hd.host, hd.priority, hd.run_at, hd.id
         ),
         candidates AS (
@@ -143,7 +146,7 @@ public enum WorkerStatements {
             RETURNING d.host
         )
         SELECT hd.host, hd.queue
-        FROM heads hd
+        FROM (SELECT h.host, h.queue FROM heads h UNION SELECT g.host, g.queue FROM gate_heads g) hd
         WHERE hd.host IN (SELECT l.host FROM locked l)
         ORDER BY hd.host, hd.queue
         """, planning: .prepared) { [$0.queues.map { PostgresArray($0) }, $0.limit] }
@@ -178,18 +181,20 @@ public enum WorkerStatements {
                    coalesce(d.max_in_flight, $5)
                        - (SELECT count(*) FROM courier.jobs r WHERE r.host = d.host AND r.state = 'running') AS room,
                    d.opened_at IS NOT NULL AS probing,
-                   floor(courier.destination_tokens(d.rate_limit, d.tokens, d.tokens_at)) AS tokens
+                   floor(courier.destination_tokens(d.rate_limit, d.tokens, d.tokens_at)) AS tokens,
+                   EXISTS (SELECT 1 FROM courier.endpoint_health g
+                           WHERE g.host = d.host AND (g.opened_at IS NOT NULL OR g.disabled)) AS gated
             FROM courier.destinations d
             WHERE d.host = ANY ($6::text[])
               AND d.disabled_at IS NULL AND (d.opened_at IS NULL OR d.probe_at <= now())
         ),
         allowed AS (
-            SELECT r.host, r.room,
+            SELECT r.host, r.room, r.gated,
                    greatest(0, least(r.room, CASE WHEN r.probing THEN 1 ELSE $3 END, r.tokens))::int AS allowance
             FROM rooms r
         ),
         shares AS (
-            SELECT a.host, least(a.allowance, ceil(2 * $3::float8 / count(*) OVER ()))::int AS take
+            SELECT a.host, a.gated, least(a.allowance, ceil(2 * $3::float8 / count(*) OVER ()))::int AS take
             FROM allowed a
             WHERE a.allowance > 0
         ),
@@ -199,21 +204,41 @@ public enum WorkerStatements {
             JOIN unnest($6::text[], $7::text[]) AS l(host, queue) ON l.host = s.host
             CROSS JOIN LATERAL (
                 SELECT j.id, j.priority, j.run_at FROM courier.jobs j
-                WHERE j.host = l.host AND j.queue = l.queue AND \(dueOfLane)
+                WHERE j.host = l.host AND j.queue = l.queue
+                  AND (NOT s.gated OR NOT EXISTS (
+                      SELECT 1 FROM courier.endpoint_health g
+                      WHERE g.key = courier.endpoint_key(j.endpoint_id, j.url)
+                        AND courier.gate_closed(g.opened_at, g.disabled, g.ordered)))
+                  AND \(dueOfLane)
                 LIMIT s.take
                 FOR UPDATE SKIP LOCKED
             ) c
             WHERE \(openLane)
         ),
+        gate_heads AS (\(gateHeads)),
+        gate_jobs AS (
+            SELECT g.id, g.priority, g.run_at, g.queue, s.host, s.take, g.key, g.probing
+            FROM shares s
+            JOIN gate_heads g ON g.host = s.host
+            CROSS JOIN LATERAL (
+                SELECT j.id FROM courier.jobs j
+                WHERE j.id = g.id AND j.state IN ('pending', 'retrying')
+                FOR UPDATE SKIP LOCKED
+            ) c
+        ),
         picked AS (
-            SELECT t.id, t.priority, t.run_at, t.queue, t.host, t.turn
-            FROM (SELECT lj.id, lj.priority, lj.run_at, lj.queue, lj.host, lj.take,
+            SELECT t.id, t.priority, t.run_at, t.queue, t.host, t.turn, t.key, t.probing
+            FROM (SELECT lj.id, lj.priority, lj.run_at, lj.queue, lj.host, lj.take, lj.key, lj.probing,
                          row_number() OVER (PARTITION BY lj.host ORDER BY lj.priority, lj.run_at, lj.id) AS turn
-                  FROM lane_jobs lj) t
+                  FROM (SELECT x.id, x.priority, x.run_at, x.queue, x.host, x.take, NULL::text AS key, false AS probing
+                        FROM lane_jobs x
+                        UNION ALL
+                        SELECT y.id, y.priority, y.run_at, y.queue, y.host, y.take, y.key, y.probing
+                        FROM gate_jobs y) lj) t
             WHERE t.turn <= t.take
         ),
         chosen AS (
-            SELECT p.id, p.queue, p.host, p.turn, p.priority, p.run_at
+            SELECT p.id, p.queue, p.host, p.turn, p.priority, p.run_at, p.key, p.probing
             FROM picked p ORDER BY p.turn, p.priority, p.run_at, p.id LIMIT $3
         ),
         claimed AS (
@@ -236,9 +261,18 @@ public enum WorkerStatements {
                 updated_at = now()
             FROM (SELECT c.host, count(*)::int AS started FROM claimed c GROUP BY c.host) n
             WHERE d.host = n.host AND (d.rate_limit IS NOT NULL OR d.opened_at IS NOT NULL)
+        ),
+        probed AS (
+            UPDATE courier.endpoint_health g
+            SET probe_at = now() + coalesce(d.breaker_cooldown, interval '30 seconds')
+            FROM chosen o
+            JOIN claimed c ON c.id = o.id
+            LEFT JOIN courier.destinations d ON d.host = o.host
+            WHERE o.probing AND g.key = o.key AND g.opened_at IS NOT NULL
         )
         SELECT c.*, f.held_back
-        FROM (SELECT EXISTS (SELECT 1 FROM allowed a WHERE a.room <= a.allowance) AS held_back) f
+        FROM (SELECT EXISTS (SELECT 1 FROM allowed a WHERE a.room <= a.allowance)
+                     OR EXISTS (SELECT 1 FROM gate_jobs) AS held_back) f
         LEFT JOIN (claimed c JOIN chosen o ON o.id = c.id) ON true
         ORDER BY o.turn, o.priority, o.run_at, o.id
         """, planning: .prepared) { claim in
@@ -251,8 +285,33 @@ public enum WorkerStatements {
     /// One lane's due jobs (the lane's host and queue come before it) in claim order: shared by
     /// `lockDestinations` and `claimBatch`, so both see the same jobs.
     static let dueOfLane = """
-        j.state IN ('pending', 'retrying') AND j.run_at <= now()
+        j.state IN ('pending', 'retrying') AND j.gate IS NULL AND j.run_at <= now()
         ORDER BY j.priority, j.run_at, j.id
+        """
+
+    /// The head of each gate that may give a job now (`key`, its `host`, `queue`, `priority`,
+    /// `run_at`, `id`, and `probing`: whether it is a half-open breaker's probe): shared by
+    /// `lockDestinations` and `claimBatch`. A gate holds the waiting jobs of an endpoint whose
+    /// breaker is open, that is disabled or that is ordered (migration 0014). A disabled
+    /// endpoint gives nothing; a half-open breaker gives its first due job, one per cool-down
+    /// (the claim moves `probe_at` on); an ordered endpoint gives its oldest delivery in
+    /// publish (id) order, when it is due and none of its deliveries is running. Only gates of
+    /// queues `$1` (NULL: all) that are not paused.
+    static let gateHeads = """
+        SELECT g.key, l.host, l.queue, l.priority, l.run_at, l.id, g.opened_at IS NOT NULL AS probing
+            FROM courier.endpoint_health g
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.host, j.queue, j.priority, j.run_at, j.state FROM courier.jobs j
+                WHERE j.gate = g.key AND j.state IN ('pending', 'retrying', 'running')
+                  AND (g.ordered OR (j.state <> 'running' AND j.run_at <= now()))
+                ORDER BY j.id
+                LIMIT 1
+            ) l
+            WHERE (g.opened_at IS NOT NULL OR g.ordered) AND NOT g.disabled
+              AND (g.opened_at IS NULL OR g.probe_at <= now())
+              AND l.state <> 'running' AND l.run_at <= now()
+              AND NOT (g.ordered AND EXISTS (SELECT 1 FROM courier.jobs r WHERE r.gate = g.key AND r.state = 'running'))
+              AND \(openLane)
         """
 
     /// Whether lane `l` may be claimed from: its queue is among `$1` (NULL: every queue) and not
@@ -275,7 +334,8 @@ public enum WorkerStatements {
             (SELECT array_agg(extract(epoch FROM s.delay)::float8 ORDER BY s.n)
              FROM unnest(coalesce(j.retry_schedule, q.retry_schedule)) WITH ORDINALITY AS s(delay, n))
                 AS schedule_seconds,
-            q.signing_secret, q.max_in_flight, j.host, j.postponements, dst.disable_on_gone,
+            q.signing_secret, q.max_in_flight, j.host, j.postponements,
+            j.endpoint_id IS NOT NULL OR dst.disable_on_gone,
             q.oauth_token_url, q.oauth_client_id, q.oauth_client_secret, q.oauth_scope, q.oauth_audience,
             j.endpoint_id,
             CASE WHEN j.endpoint_id IS NOT NULL THEN
@@ -352,16 +412,22 @@ public enum WorkerStatements {
     /// a job with no counted attempt left is `pending`), `$12` how many postponements to add,
     /// `$13` the destination signals (the verdicts' `DeliveryPolicy.DestinationSignal`), `$14` whether the row is a request
     /// repeated in process within the attempt (history only: it moves no job and signals
-    /// nothing; migration 0008); `$10` the worker id.
+    /// nothing; migration 0008); `$10` the worker id; `$15` and `$16` the fleet-wide
+    /// ``EndpointDisable`` (seconds, dead deliveries in a row).
     ///
     /// The job update is guarded by `state = 'running' AND attempt AND locked_by`, so an
     /// outcome that arrives after a rescue changes nothing; its attempt row is still kept as
     /// history while the job exists. Writing the same outcome twice (a retry after a COMMIT
     /// whose answer was lost) adds no second attempt row: a row that changed no job is written
     /// only when no row of that job, attempt and start time exists. Destination signals count
-    /// only for jobs whose state changed, in batch order (`courier.record_destination_outcomes`).
+    /// only for jobs whose state changed, in batch order: the host hears what is its fault
+    /// (`courier.record_destination_outcomes`), the endpoint what is its own
+    /// (`courier.record_endpoint_outcomes`, migration 0014: its breaker and gate, auto-disable,
+    /// `courier.message.failed`).
     /// Returns the ids whose state changed.
-    public static let completeBatch = Statement<(records: [AttemptRecord], workerID: String)>("""
+    public static let completeBatch = Statement<
+        (records: [AttemptRecord], workerID: String, endpointDisable: EndpointDisable)
+    >("""
         WITH outcome AS (
             SELECT * FROM unnest($1::bigint[], $2::int[], $3::courier.job_state[], $4::float8[], $5::int[],
                                  $6::text[], $7::timestamptz[], $8::timestamptz[], $9::text[], $11::boolean[],
@@ -383,7 +449,7 @@ public enum WorkerStatements {
             FROM outcome o
             WHERE j.id = o.id AND j.state = 'running' AND j.attempt = o.attempt AND j.locked_by = $10
               AND NOT o.in_process
-            RETURNING j.id, j.host
+            RETURNING j.id, j.host, j.state, j.endpoint_id, j.message_id, courier.endpoint_key(j.endpoint_id, j.url) AS endpoint
         ),
         recorded AS (
             INSERT INTO courier.attempts (job_id, attempt, started_at, finished_at, duration_ms, status, error,
@@ -400,15 +466,35 @@ public enum WorkerStatements {
         ),
         signaled AS (
             SELECT courier.record_destination_outcomes(
-                       array_agg(u.host ORDER BY o.n), array_agg(o.signal ORDER BY o.n),
+                       array_agg(u.host ORDER BY o.n), array_agg(s.host ORDER BY o.n),
                        array_agg(CASE WHEN o.signal = 'gone'
                                       THEN 'the receiver answered 410 Gone to job ' || o.id END ORDER BY o.n)) AS done
             FROM updated u
             JOIN outcome o ON o.id = u.id AND NOT o.in_process
+            -- What the host is told: an endpoint's own failure, and a registered endpoint's 410
+            -- (which disables the endpoint), say the host answered.
+            CROSS JOIN LATERAL (
+                SELECT CASE WHEN o.signal = 'endpointFailed' THEN 'answered'
+                            WHEN o.signal = 'gone' AND u.endpoint_id IS NOT NULL THEN 'answered'
+                            ELSE o.signal END AS host
+            ) s
             WHERE o.signal <> 'none'
+        ),
+        judged AS (
+            SELECT courier.record_endpoint_outcomes(
+                       array_agg(u.endpoint ORDER BY o.n), array_agg(u.host ORDER BY o.n),
+                       array_agg(u.endpoint_id ORDER BY o.n), array_agg(u.message_id ORDER BY o.n),
+                       array_agg(o.signal ORDER BY o.n), array_agg(u.state::text ORDER BY o.n),
+                       array_agg(u.id ORDER BY o.n),
+                       $15::float8 * interval '1 second', $16::int) AS done
+            FROM updated u
+            JOIN outcome o ON o.id = u.id AND NOT o.in_process
         )
-        SELECT u.id FROM updated u, (SELECT count(*) FROM signaled) s
-        """, planning: .prepared) { outcomeArguments($0.records, workerID: $0.workerID) }
+        SELECT u.id FROM updated u, (SELECT count(*) FROM signaled) s, (SELECT count(*) FROM judged) e
+        """, planning: .prepared) {
+            outcomeArguments($0.records, workerID: $0.workerID)
+                + [$0.endpointDisable.window.inSeconds, $0.endpointDisable.deadInARow]
+        }
 
     /// `completeBatch`'s parallel arrays: one element per row, the outcome of each attempt
     /// preceded by the requests repeated in process within it (history rows only, `$14`).
@@ -503,6 +589,12 @@ public enum WorkerStatements {
     /// Folds the per-statement count changes into `courier.job_counts` (see migration 0006),
     /// so `courier.queue_stats` sums a few rows; returns the delta rows folded.
     public static let foldJobCounts = Statement<Void>("SELECT courier.fold_job_counts()", planning: .prepared)
+
+    /// Moves stray waiting jobs into the gates of endpoints whose breaker opened, that were
+    /// disabled or made ordered while the jobs ran, and jobs of gates that opened meanwhile
+    /// back into the lanes (`courier.sweep_gates`, migration 0014); returns how many moved.
+    /// Until then the claim leaves such strays where they are.
+    public static let sweepGates = Statement<Void>("SELECT courier.sweep_gates()", planning: .prepared)
 
     /// Returns up to `$1` running jobs whose lease expired (their worker died or stalled) to
     /// `retrying`, due at once, or to `dead` when their attempts are exhausted. Walks
@@ -622,13 +714,14 @@ public enum WorkerStatements {
         GROUP BY j.queue
         """, planning: .prepared) { [$0.map { PostgresArray($0) }] }
 
-    /// Destinations with an open breaker, disabled ones, requests running at all of them, and
-    /// disabled webhook endpoints: the worker's fleet-wide gauges (one row per host and per
+    /// Destinations with an open breaker, disabled ones, requests running at all of them,
+    /// disabled webhook endpoints, and endpoints with an open breaker: the worker's fleet-wide gauges (one row per host and per
     /// endpoint, and the running jobs through `jobs_host_running_idx`).
     public static let destinationHealth = Statement<Void>("""
         SELECT count(*) FILTER (WHERE opened_at IS NOT NULL), count(*) FILTER (WHERE disabled_at IS NOT NULL),
                (SELECT count(*) FROM courier.jobs WHERE state = 'running'),
-               (SELECT count(*) FROM courier.endpoints WHERE disabled_at IS NOT NULL)
+               (SELECT count(*) FROM courier.endpoints WHERE disabled_at IS NOT NULL),
+               (SELECT count(*) FROM courier.endpoint_health WHERE opened_at IS NOT NULL)
         FROM courier.destinations
         """, planning: .prepared)
 

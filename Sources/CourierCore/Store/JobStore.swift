@@ -12,11 +12,14 @@ public struct JobStore {
     public let connection: PostgresConnection
     /// The worker id written to `locked_by` and `courier.attempts.worker`.
     public let workerID: String
+    /// When outcomes disable a registered endpoint whose own settings say nothing.
+    public let endpointDisable: EndpointDisable
 
     /// Creates a store.
-    public init(connection: PostgresConnection, workerID: String) {
+    public init(connection: PostgresConnection, workerID: String, endpointDisable: EndpointDisable = .standard) {
         self.connection = connection
         self.workerID = workerID
+        self.endpointDisable = endpointDisable
     }
 
     /// Claims up to `limit` due jobs (see `WorkerStatements.claimBatch`); a row the worker
@@ -199,7 +202,8 @@ public struct JobStore {
 
     /// One `completeBatch` statement for `records`: all written or, on any error, none.
     private func writeOutcomes(_ records: [AttemptRecord]) throws -> Set<Int64> {
-        let result = try connection.run(WorkerStatements.completeBatch, (records: records, workerID: workerID))
+        let result = try connection.run(
+            WorkerStatements.completeBatch, (records: records, workerID: workerID, endpointDisable: endpointDisable))
         return Set(try result.rows.map { try $0.decode(0, as: Int64.self) })
     }
 
@@ -253,6 +257,7 @@ public struct JobStore {
             }
         }
         report.countChangesFolded = try connection.run(WorkerStatements.foldJobCounts)[0].decode(0)
+        report.gateJobsSwept = try connection.run(WorkerStatements.sweepGates)[0].decode(0)
         let started = clock()
         var deleted = 0
         repeat {
@@ -309,7 +314,7 @@ public struct JobStore {
         let row = try connection.run(WorkerStatements.destinationHealth)[0]
         return DestinationHealth(
             breakerOpen: try row.decode(0), disabled: try row.decode(1), running: try row.decode(2),
-            endpointsDisabled: try row.decode(3))
+            endpointsDisabled: try row.decode(3), endpointBreakersOpen: try row.decode(4))
     }
 
     /// The stored headers as pairs; anything but a JSON object of strings is an error that
@@ -367,13 +372,16 @@ public struct DestinationHealth: Sendable, Equatable {
     public var running: Int
     /// Disabled webhook endpoints (by an operator, or by their health).
     public var endpointsDisabled: Int
+    /// Endpoints (registered, or plain-job URLs) whose own breaker is open or half-open.
+    public var endpointBreakersOpen: Int
 
     /// Creates figures.
-    public init(breakerOpen: Int, disabled: Int, running: Int, endpointsDisabled: Int = 0) {
+    public init(breakerOpen: Int, disabled: Int, running: Int, endpointsDisabled: Int = 0, endpointBreakersOpen: Int = 0) {
         self.breakerOpen = breakerOpen
         self.disabled = disabled
         self.running = running
         self.endpointsDisabled = endpointsDisabled
+        self.endpointBreakersOpen = endpointBreakersOpen
     }
 }
 
@@ -427,6 +435,8 @@ public struct MaintenanceReport: Sendable, Equatable {
     public var caughtUp = true
     /// Per-statement count changes folded into `courier.job_counts`.
     public var countChangesFolded = 0
+    /// Stray waiting jobs moved into or out of endpoint gates (`WorkerStatements.sweepGates`).
+    public var gateJobsSwept = 0
     /// Published messages deleted: older than the longest retention, with no delivery left.
     public var deletedMessages = 0
 

@@ -65,6 +65,12 @@ public struct EndpointChange: Sendable, Equatable {
     public var rateLimit: Double??
     /// Ordered delivery on or off.
     public var ordered: Bool?
+    /// How long every delivery may fail before it is disabled (zero: never), or `.some(nil)`
+    /// for the workers' default.
+    public var disableAfter: Duration??
+    /// How many deliveries in a row may go dead before it is disabled (0: never), or
+    /// `.some(nil)` for the workers' default.
+    public var disableAfterDead: Int??
 
     /// An empty change.
     public init() {}
@@ -72,13 +78,14 @@ public struct EndpointChange: Sendable, Equatable {
     /// True when nothing would change.
     public var isEmpty: Bool {
         url == nil && description == nil && eventTypes == nil && payloadFilter == nil && headers == nil
-            && queue == nil && rateLimit == nil && ordered == nil
+            && queue == nil && rateLimit == nil && ordered == nil && disableAfter == nil && disableAfterDead == nil
     }
 
     public static func == (lhs: EndpointChange, rhs: EndpointChange) -> Bool {
         lhs.url == rhs.url && lhs.description == rhs.description && lhs.eventTypes == rhs.eventTypes
             && lhs.payloadFilter == rhs.payloadFilter && lhs.queue == rhs.queue && lhs.rateLimit == rhs.rateLimit
-            && lhs.ordered == rhs.ordered
+            && lhs.ordered == rhs.ordered && lhs.disableAfter == rhs.disableAfter
+            && lhs.disableAfterDead == rhs.disableAfterDead
             && (lhs.headers == nil) == (rhs.headers == nil)
             && (lhs.headers ?? []).elementsEqual(rhs.headers ?? [], by: ==)
     }
@@ -123,6 +130,66 @@ public struct EndpointInfo: Sendable, Equatable {
     public var recent: RecentDeliveries
     /// When a delivery to it last succeeded (among the recent ones).
     public var lastSuccessAt: Date?
+    /// Its health: breaker, streaks, auto-disable settings.
+    public var health = EndpointHealth()
+}
+
+/// An endpoint's own health (`courier.endpoint_health`) and when it disables itself.
+public struct EndpointHealth: Sendable, Equatable {
+    /// Consecutive failures that were the endpoint's own (5xx, timeouts after sending).
+    public var failureStreak = 0
+    /// When its breaker opened; nil while closed.
+    public var breakerOpenedAt: Date?
+    /// While open: when the next probe may go.
+    public var probeAt: Date?
+    /// The first failed attempt since the last success.
+    public var failingSince: Date?
+    /// Deliveries that went dead since the last success.
+    public var deadStreak = 0
+    /// When a delivery last succeeded (to the minute).
+    public var lastSuccessAt: Date?
+    /// Its own failing window (zero: never), or nil for the workers' `--endpoint-disable-after`.
+    public var disableAfter: Duration?
+    /// Its own dead-in-a-row limit (0: never), or nil for the workers' `--endpoint-disable-dead`.
+    public var disableAfterDead: Int?
+
+    /// Health as read.
+    public init(
+        failureStreak: Int = 0, breakerOpenedAt: Date? = nil, probeAt: Date? = nil, failingSince: Date? = nil,
+        deadStreak: Int = 0, lastSuccessAt: Date? = nil, disableAfter: Duration? = nil, disableAfterDead: Int? = nil
+    ) {
+        self.failureStreak = failureStreak
+        self.breakerOpenedAt = breakerOpenedAt
+        self.probeAt = probeAt
+        self.failingSince = failingSince
+        self.deadStreak = deadStreak
+        self.lastSuccessAt = lastSuccessAt
+        self.disableAfter = disableAfter
+        self.disableAfterDead = disableAfterDead
+    }
+
+    /// Its health in a few words, the same in the CLI and the console: its breaker, failure
+    /// and dead streaks, and since when every delivery failed; "ok" when there is nothing to say.
+    public func summary(time: (Date) -> String) -> String {
+        var parts: [String] = []
+        if breakerOpenedAt != nil {
+            parts.append("breaker open" + (probeAt.map { ", probe \(time($0))" } ?? ""))
+        } else if failureStreak > 0 {
+            parts.append("\(failureStreak) \(failureStreak == 1 ? "failure" : "failures") in a row")
+        }
+        if deadStreak > 0 { parts.append("\(deadStreak) dead in a row") }
+        if let failingSince { parts.append("failing since \(time(failingSince))") }
+        return parts.isEmpty ? "ok" : parts.joined(separator: "; ")
+    }
+
+    /// When the endpoint disables itself: its own settings, or the workers' defaults.
+    public func autoDisableSummary(duration: (Duration) -> String) -> String {
+        let window = disableAfter.map { $0 == .zero ? "never after failing" : "after failing for \(duration($0))" }
+            ?? "after failing for the workers' --endpoint-disable-after (5d by default)"
+        let dead = disableAfterDead.map { $0 == 0 ? "never for dead deliveries" : "after \($0) dead in a row" }
+            ?? "after the workers' --endpoint-disable-dead in a row (100 by default)"
+        return "\(window); \(dead)"
+    }
 }
 
 /// Counts over an endpoint's most recent deliveries (at most 100).

@@ -236,7 +236,13 @@ public struct WebhookStore {
                 total: try row.decode(16), succeeded: try row.decode(17), dead: try row.decode(18),
                 waiting: try row.decode(19), lastState: try row.decode(20, as: String?.self).map(state),
                 lastStatus: try row.decode(21)),
-            lastSuccessAt: try row.decode(22))
+            lastSuccessAt: try row.decode(22),
+            health: EndpointHealth(
+                failureStreak: try row.decode(23, as: Int?.self) ?? 0, breakerOpenedAt: try row.decode(24),
+                probeAt: try row.decode(25), failingSince: try row.decode(26),
+                deadStreak: try row.decode(27, as: Int?.self) ?? 0, lastSuccessAt: try row.decode(28),
+                disableAfter: try row.decode(29, as: Double?.self).map { .milliseconds(Int64(($0 * 1000).rounded())) },
+                disableAfterDead: try row.decode(30)))
     }
 
     static func decodeMessage(_ row: PostgresRow, payload: Bool) throws -> (MessageInfo, String?) {

@@ -70,13 +70,19 @@ public enum DeliveryPolicy {
         case dead
     }
 
-    /// What the outcome says about the destination (the receiving host as a whole: its
-    /// failure streak and breaker).
+    /// What the outcome says about the destination: the receiving host as a whole, and the
+    /// endpoint (a registered webhook endpoint, or the URL without its query), each with its
+    /// own failure streak and breaker.
     public enum DestinationSignal: String, Sendable, Hashable, CaseIterable {
-        /// It answered: the streak ends, an open breaker closes.
+        /// It answered: both streaks end, open breakers close.
         case answered
-        /// It failed: counts towards the breaker.
+        /// The host failed (nothing listened, the connection broke or never came up, its name
+        /// did not resolve): counts towards the host's breaker, not the endpoint's.
         case failed
+        /// The host answered but this endpoint failed (a 5xx, no answer in time after the
+        /// request went out, an unusable answer): counts towards the endpoint's breaker; for
+        /// the host it is an answer.
+        case endpointFailed
         /// 410 Gone: the destination is disabled.
         case gone
         /// Nothing about the destination.
@@ -129,26 +135,28 @@ public enum DeliveryPolicy {
         row(.responses(200...299), .succeed, .answered, "2xx is the only success"),
         row(.responses(401...401, oauth: true), .retryNow, .answered, then: .dead,
             "the bearer token was rejected: fetch a fresh one and resend once (a second 401 is final)"),
-        row(.responses(408...408), .retryLater, .failed, "request timeout: the receiver was too slow"),
+        row(.responses(408...408), .retryLater, .endpointFailed, "request timeout: the receiver was too slow"),
         row(.responses(410...410), .park, .gone,
             "the receiver is gone: disable the destination and park its jobs (dead where the host is shared)"),
         row(.responses(425...425), .retryLater, .answered, "too early: a replay guard, retry later"),
         row(.responses(429...429, retryAfter: true), .postpone, .none,
             "rate limited with Retry-After: come back then without spending the attempt"),
         row(.responses(429...429), .retryLater, .none, "rate limited: back off on the schedule"),
-        row(.responses(503...503, retryAfter: true), .postpone, .failed,
+        row(.responses(503...503, retryAfter: true), .postpone, .endpointFailed,
             "unavailable with Retry-After: come back then without spending the attempt"),
         row(.responses(501...501), .dead, .answered,
             "not implemented: the receiver does not support this method; resending cannot change that"),
         row(.responses(505...505), .dead, .answered, "HTTP version not supported: resending cannot change that"),
-        row(.responses(500...599), .retryLater, .failed, "the receiver failed; it may recover"),
+        row(.responses(500...599), .retryLater, .endpointFailed, "the receiver failed; it may recover"),
         row(.responses(300...399), .dead, .answered, "redirects are not followed: the receiver is misconfigured"),
         row(.responses(400...499), .dead, .answered, "the receiver refused this request; resending cannot change that"),
         row(.responses(100...199), .dead, .answered, "an informational status is not an answer"),
         row(.transport([.connectRefused, .connectionReset]), .retryNow, .failed, then: .retryLater,
             "nothing listened or the connection broke: usually a restart, over in a moment"),
-        row(.transport([.connectTimeout, .readTimeout, .dnsFailure, .notConnected, .invalidResponse, .bodyTooLarge, .other]),
-            .retryLater, .failed, "no usable answer; the receiver or the network may recover"),
+        row(.transport([.connectTimeout, .dnsFailure, .notConnected, .other]),
+            .retryLater, .failed, "the host could not be reached; it or the network may recover"),
+        row(.transport([.readTimeout, .invalidResponse, .bodyTooLarge]),
+            .retryLater, .endpointFailed, "the request went out but no usable answer came back; the endpoint may recover"),
         row(.transport([.tlsFailure]), .dead, .none, "TLS failed: a certificate problem does not heal by waiting"),
         row(.transport([.invalidRequest]), .dead, .none, "the request cannot be sent as it is"),
         row(.outcome(.refusedTarget), .dead, .none, "a private target is refused (SSRF protection); nothing was sent"),

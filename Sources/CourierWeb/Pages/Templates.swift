@@ -364,6 +364,8 @@ enum Templates {
         <dt>Created</dt><dd>{{created}}</dd>
         <dt>Changed</dt><dd>{{updated}}</dd>
         <dt>Recent deliveries</dt><dd>{{#recent}}{{ok}} ok, {{dead}} dead, {{waiting}} waiting of the last {{total}}{{/recent}}{{#lastSuccess}}; last success {{lastSuccess}}{{/lastSuccess}}</dd>
+        <dt>Health</dt><dd id="health">{{health}}</dd>
+        <dt>Disables itself</dt><dd id="auto-disable">{{autoDisable}}</dd>
         </dl>
         <section aria-labelledby="secrets-heading">
         <h2 id="secrets-heading">Signing secrets</h2>

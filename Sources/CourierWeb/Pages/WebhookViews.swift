@@ -93,6 +93,10 @@ struct EndpointView {
     let retiringUntil: String?
     let recent: DeliveryCounts
     let lastSuccess: String?
+    /// Its own breaker, streaks and failing window (``EndpointHealth/summary(time:)``).
+    let health: String
+    /// When it disables itself.
+    let autoDisable: String
     let deliveries: [Delivery]
     let hasDeliveries: Bool
     let deliveriesShown: Int
@@ -145,7 +149,9 @@ struct EndpointView {
         retiring = max(0, e.validSecrets - 1)
         retiringUntil = e.retiringUntil.map(PageFormat.time)
         recent = DeliveryCounts(e.recent)
-        lastSuccess = e.lastSuccessAt.map(PageFormat.time)
+        lastSuccess = [e.lastSuccessAt, e.health.lastSuccessAt].compactMap { $0 }.max().map(PageFormat.time)
+        health = e.health.summary(time: PageFormat.time)
+        autoDisable = e.health.autoDisableSummary { PageFormat.age($0.inSeconds) }
         self.deliveries = deliveries.map { d in
             Delivery(
                 jobID: String(d.jobID), messageID: d.messageID.map { String($0) }, webhookID: d.messageID.map { "msg_\($0)" },
