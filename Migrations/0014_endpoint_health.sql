@@ -27,9 +27,11 @@
 
 -- The endpoint of a job --------------------------------------------------------------------------
 
+-- Every function in the body is immutable (bigint::text, not text || bigint, which is only
+-- stable), so PostgreSQL inlines it: as a function call it cost about 4 us per outcome.
 CREATE FUNCTION courier.endpoint_key(endpoint_id bigint, url text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT CASE WHEN endpoint_id IS NOT NULL THEN 'endpoint:' || endpoint_id
+    SELECT CASE WHEN endpoint_id IS NOT NULL THEN 'endpoint:' || endpoint_id::text
                 ELSE split_part(split_part(url, '#', 1), '?', 1) END
 $$;
 COMMENT ON FUNCTION courier.endpoint_key(bigint, text) IS

@@ -269,7 +269,7 @@ COMMENT ON FUNCTION courier.endpoint_follow() IS 'Row trigger: keeps an endpoint
 CREATE FUNCTION courier.endpoint_key(endpoint_id bigint, url text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
-    SELECT CASE WHEN endpoint_id IS NOT NULL THEN 'endpoint:' || endpoint_id
+    SELECT CASE WHEN endpoint_id IS NOT NULL THEN 'endpoint:' || endpoint_id::text
                 ELSE split_part(split_part(url, '#', 1), '?', 1) END
 $$;
 
