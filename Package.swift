@@ -98,6 +98,7 @@ let package = Package(
                 .embedInCode("Migrations/0012_deliveries.sql"),
                 .embedInCode("Migrations/0013_traces.sql"),
                 .embedInCode("Migrations/0014_endpoint_health.sql"),
+                .embedInCode("Migrations/0015_attempts_without_key_share.sql"),
             ],
             swiftSettings: strict
         ),

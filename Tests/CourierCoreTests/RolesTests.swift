@@ -131,8 +131,8 @@ final class RolesTests: XCTestCase {
         XCTAssertEqual(
             try rows.map { try $0.decode(0, as: String.self) },
             ["count_jobs_deleted", "count_jobs_inserted", "count_jobs_truncated", "count_jobs_updated",
-             "endpoint_follow", "endpoints_check", "enqueue", "enqueue_raw", "fold_job_counts", "publish",
-             "record_endpoint_outcomes"])
+             "endpoint_follow", "endpoints_check", "enqueue", "enqueue_raw", "fold_job_counts", "jobs_delete_attempts",
+             "publish", "record_endpoint_outcomes"])
         for row in rows {
             XCTAssertEqual(try row.decode(1, as: Bool.self), true)
             XCTAssertEqual(try row.decode(2, as: String.self), "search_path=pg_catalog, pg_temp")

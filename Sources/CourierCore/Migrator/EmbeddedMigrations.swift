@@ -18,5 +18,7 @@ public enum EmbeddedMigrations {
         Migration(fileName: "0012_deliveries.sql", bytes: PackageResources._012_deliveries_sql),
         Migration(fileName: "0013_traces.sql", bytes: PackageResources._013_traces_sql),
         Migration(fileName: "0014_endpoint_health.sql", bytes: PackageResources._014_endpoint_health_sql),
+        Migration(
+            fileName: "0015_attempts_without_key_share.sql", bytes: PackageResources._015_attempts_without_key_share_sql),
     ]
 }

@@ -339,7 +339,7 @@ public enum AdminStatements {
         """) { [$0.state.rawValue, $0.olderThan, $0.queue] }
 
     /// Deletes one batch of up to `$4` finished jobs (oldest first, through
-    /// `jobs_finished_idx`); their attempts go with them (ON DELETE CASCADE).
+    /// `jobs_finished_idx`); their attempts go with them (the trigger `jobs_delete_attempts`).
     public static let purgeBatch = Statement<Purge>("""
         WITH doomed AS (
             SELECT id FROM courier.jobs

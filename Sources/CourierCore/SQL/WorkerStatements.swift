@@ -628,7 +628,7 @@ public enum WorkerStatements {
     /// Settings of each retention batch's own transaction.
     ///
     /// `enable_seqscan = off`: the batch must find its rows through `jobs_retention_idx` and
-    /// delete them (and their attempt rows, by the foreign key's cascade) by primary key, whatever
+    /// delete them (and their attempt rows, by the trigger `jobs_delete_attempts`) by primary key, whatever
     /// the statistics say. Measured: after autovacuum had seen the table nearly empty, a backlog
     /// of 50,000 old jobs was deleted by sequential scans, each batch of 5,000 comparing every row
     /// with the batch's ids (about 1 s a batch instead of 0.07 s).
@@ -639,7 +639,7 @@ public enum WorkerStatements {
 
     /// Deletes up to `$4` finished jobs older than their queue's retention, oldest first within
     /// each queue and state, and returns how many of each state went (their attempt rows go by
-    /// the foreign key's cascade). `$1`, `$2`, `$3`: the default seconds to keep succeeded,
+    /// the trigger `jobs_delete_attempts`). `$1`, `$2`, `$3`: the default seconds to keep succeeded,
     /// cancelled and dead jobs, for queues whose `keep_*` column is NULL.
     ///
     /// Shape, and why:
