@@ -276,7 +276,11 @@ BEGIN
         ORDER BY o.key
     LOOP
         IF k.failures > 0 OR k.endpoint_id IS NOT NULL THEN
-            INSERT INTO courier.endpoint_health (key, host, endpoint_id) VALUES (k.key, k.host, k.endpoint_id)
+            -- Not for a registered endpoint deleted meanwhile: its deliveries' outcomes are
+            -- written all the same.
+            INSERT INTO courier.endpoint_health (key, host, endpoint_id)
+            SELECT k.key, k.host, k.endpoint_id
+            WHERE k.endpoint_id IS NULL OR EXISTS (SELECT 1 FROM courier.endpoints x WHERE x.id = k.endpoint_id)
             ON CONFLICT (key) DO NOTHING;
         END IF;
         SELECT * INTO h FROM courier.endpoint_health WHERE key = k.key FOR UPDATE;
@@ -372,6 +376,21 @@ BEGIN
     INTO moved
     FROM courier.endpoint_health h
     WHERE h.gate_changed_at > now() - interval '15 minutes';
+    -- Gates whose endpoint is gone (a delivery that was running when its endpoint was deleted
+    -- came back to wait): open, as before gates existed. One probe per gate, by a skip scan of
+    -- jobs_gate_idx.
+    WITH RECURSIVE gates AS (
+        (SELECT j.gate FROM courier.jobs j
+         WHERE j.gate IS NOT NULL AND j.state IN ('pending', 'retrying', 'running') ORDER BY j.gate LIMIT 1)
+        UNION ALL
+        SELECT (SELECT j.gate FROM courier.jobs j
+                WHERE j.gate > g.gate AND j.state IN ('pending', 'retrying', 'running') ORDER BY j.gate LIMIT 1)
+        FROM gates g
+        WHERE g.gate IS NOT NULL
+    )
+    SELECT moved + coalesce(sum(courier.open_gate(g.gate)), 0) INTO moved
+    FROM gates g
+    WHERE g.gate IS NOT NULL AND NOT EXISTS (SELECT 1 FROM courier.endpoint_health h WHERE h.key = g.gate);
     RETURN moved;
 END;
 $$;

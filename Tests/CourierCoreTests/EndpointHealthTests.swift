@@ -290,4 +290,20 @@ final class EndpointHealthTests: XCTestCase {
             )[0].decode(0, as: Int.self), 0, "the host carries on")
         XCTAssertEqual(try claim(store).count, 0, "both deliveries wait, parked")
     }
+
+    func testADeliveryRunningWhenItsEndpointIsDeletedIsWrittenAndNotLeftInAGate() throws {
+        let endpoint = try addEndpoint(path: "leaving", ordered: true)
+        try publish(1)
+        let store = JobStore(connection: connection, workerID: "w1")
+        let running = try claim(store)
+        XCTAssertEqual(running.count, 1)
+        XCTAssertEqual(try WebhookStore(connection: connection).deleteEndpoint(endpoint), 0, "nothing waits; one runs")
+        try store.record(running, .response(status: 503))
+        XCTAssertEqual(
+            try connection.query("SELECT state::text FROM courier.jobs WHERE id = $1", [running[0].id])[0]
+                .decode(0, as: String.self), "retrying", "its outcome was written")
+        _ = try connection.run(WorkerStatements.sweepGates)
+        try connection.query("UPDATE courier.jobs SET run_at = now() WHERE id = $1", [running[0].id])
+        XCTAssertEqual(try claim(store).map(\.id), [running[0].id], "its retry goes, as before endpoint health")
+    }
 }
