@@ -173,7 +173,12 @@ final class EndpointHealthTests: XCTestCase {
         let again = try claim(store)
         XCTAssertEqual(again.map(\.id), [orderedJobs[0]], "the same head again")
         try store.record(again, .delivered())
-        for expected in orderedJobs.dropFirst() {
+        // A re-send of the first message queues behind the others, in the same gate.
+        let resent = try WebhookStore(connection: connection).resend(
+            messageID: try connection.query("SELECT message_id FROM courier.jobs WHERE id = $1", [orderedJobs[0]])[0]
+                .decode(0, as: Int64.self), endpointID: ordered)
+        XCTAssertEqual(resent.count, 1)
+        for expected in orderedJobs.dropFirst() + [resent[0].jobID] {
             let next = try claim(store)
             XCTAssertEqual(next.map(\.id), [expected])
             try store.record(next, .delivered())

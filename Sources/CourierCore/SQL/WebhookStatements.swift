@@ -255,14 +255,19 @@ public enum WebhookStatements {
         """) { [$0] }
 
     /// The delivery row a re-send or recovery writes for message `m` to endpoint `e`: the
-    /// endpoint's URL and headers now, the message's body and `webhook-id`, the queue's attempts.
+    /// endpoint's URL and headers now, the message's body and `webhook-id`, the queue's attempts,
+    /// and the endpoint's gate when it is ordered or its breaker is open (as `courier.publish`).
     /// The statement's rows (`FROM ...`) go between it and `resendLinks`.
     static let resendInsert = """
         WITH written AS (
-        INSERT INTO courier.jobs (queue, method, url, headers, body, max_attempts, message_id, endpoint_id, resent_from)
+        INSERT INTO courier.jobs (queue, method, url, headers, body, max_attempts, message_id, endpoint_id, resent_from,
+                                  gate)
         SELECT e.queue, 'POST', e.url, courier.message_headers(m.id, e.headers),
                courier.message_body(m.event_type, m.created_at, m.payload),
-               coalesce(q.max_attempts, 10), m.id, e.id, t.previous
+               coalesce(q.max_attempts, 10), m.id, e.id, t.previous,
+               CASE WHEN e.ordered OR EXISTS (SELECT 1 FROM courier.endpoint_health h
+                                              WHERE h.endpoint_id = e.id AND h.opened_at IS NOT NULL)
+                    THEN 'endpoint:' || e.id END
         """
 
     /// The end of a re-send or recovery: each new job's link, and the jobs in id order.
