@@ -168,6 +168,10 @@ final class WebWebhookTests: WebTestCase {
             UPDATE courier.endpoint_health SET failure_streak = 10, opened_at = now(), probe_at = now() + interval '30 seconds',
                 dead_streak = 3 WHERE endpoint_id = $1
             """, [billing])
+        let failingList = Self.tableRows(try await browser.get("/endpoints").body, id: "endpoints")
+        XCTAssertTrue(
+            try XCTUnwrap(failingList.first { $0[0] == String(billing) })[9].hasPrefix("breaker open, probe "),
+            "the list shows each endpoint's health")
         let failing = try await browser.get("/endpoints/\(billing)")
         XCTAssertTrue(failing.body.contains(#"<dd id="health">breaker open, probe "#), "its own breaker is shown")
         XCTAssertTrue(failing.body.contains("3 dead in a row"))

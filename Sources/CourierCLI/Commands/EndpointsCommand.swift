@@ -99,7 +99,7 @@ struct EndpointsCommand: ParsableCommand {
                     String(endpoint.id), WebhookOutput.tenant(endpoint.tenant), Output.clip(Redaction.url(endpoint.url), 50),
                     Output.clip(WebhookOutput.events(endpoint.eventTypes), 40), Redaction.text(endpoint.queue),
                     WebhookOutput.state(endpoint, width: 40), Output.clip(WebhookOutput.health(endpoint), 40),
-                    WebhookOutput.counts(endpoint.recent), Output.timestamp(WebhookOutput.lastSuccess(endpoint)),
+                    WebhookOutput.counts(endpoint.recent), Output.timestamp(endpoint.lastSuccess),
                 ])
             }
             print(TextTable.render(rows))
@@ -163,7 +163,7 @@ struct EndpointsCommand: ParsableCommand {
             lines.append("  deliveries   \(recent)")
             lines.append("  health       \(WebhookOutput.health(endpoint))")
             lines.append("  auto-disable \(WebhookOutput.autoDisable(endpoint.health))")
-            lines.append("  last success \(Output.timestamp(WebhookOutput.lastSuccess(endpoint)))")
+            lines.append("  last success \(Output.timestamp(endpoint.lastSuccess))")
             print(lines.joined(separator: "\n"))
         }
     }

@@ -143,11 +143,6 @@ enum WebhookOutput {
         health.autoDisableSummary { Output.duration($0.inSeconds) }
     }
 
-    /// The later of an endpoint's two records of its last success.
-    static func lastSuccess(_ endpoint: EndpointInfo) -> Date? {
-        [endpoint.lastSuccessAt, endpoint.health.lastSuccessAt].compactMap { $0 }.max()
-    }
-
     /// A rate limit: `50/s`, `0.5/s`, or `none`.
     static func rate(_ rate: Double?) -> String {
         guard let rate else { return "none" }
@@ -169,7 +164,7 @@ enum WebhookOutput {
             "disabled_reason": Output.orNull(endpoint.disabledReason.map(Redaction.message)),
             "created_at": Output.timestamp(endpoint.createdAt), "updated_at": Output.timestamp(endpoint.updatedAt),
             "valid_secrets": endpoint.validSecrets, "retiring_until": Output.jsonTime(endpoint.retiringUntil),
-            "recent": countsJSON(endpoint.recent), "last_success_at": Output.jsonTime(lastSuccess(endpoint)),
+            "recent": countsJSON(endpoint.recent), "last_success_at": Output.jsonTime(endpoint.lastSuccess),
             "health": [
                 "failure_streak": endpoint.health.failureStreak,
                 "breaker_open": endpoint.health.breakerOpenedAt != nil,

@@ -132,6 +132,10 @@ public struct EndpointInfo: Sendable, Equatable {
     public var lastSuccessAt: Date?
     /// Its health: breaker, streaks, auto-disable settings.
     public var health = EndpointHealth()
+
+    /// When a delivery last succeeded: the later of the recent deliveries' and the health row's
+    /// record (the one kept to the minute outlives the last 100 deliveries).
+    public var lastSuccess: Date? { [lastSuccessAt, health.lastSuccessAt].compactMap { $0 }.max() }
 }
 
 /// An endpoint's own health (`courier.endpoint_health`) and when it disables itself.

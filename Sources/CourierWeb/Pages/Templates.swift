@@ -325,7 +325,7 @@ enum Templates {
         <div class="wrap"><table id="endpoints">
         <thead><tr><th scope="col">Endpoint</th><th scope="col">Tenant</th><th scope="col">URL</th><th scope="col">Event types</th>
         <th scope="col">Queue</th><th scope="col">State</th><th scope="col" class="n">Last 100: ok / dead / waiting</th>
-        <th scope="col">Last success</th><th scope="col" class="n">Secrets</th></tr></thead>
+        <th scope="col">Last success</th><th scope="col" class="n">Secrets</th><th scope="col">Health</th></tr></thead>
         <tbody>
         {{#endpoints}}
         <tr data-endpoint="{{id}}">
@@ -336,6 +336,7 @@ enum Templates {
         <td class="n" data-field="recent">{{#recent}}{{ok}} / {{dead}} / {{waiting}}{{/recent}}</td>
         <td>{{#lastSuccess}}<time datetime="{{lastSuccessISO}}">{{lastSuccess}}</time>{{/lastSuccess}}{{^lastSuccess}}-{{/lastSuccess}}</td>
         <td class="n" data-field="secrets">{{secrets}}</td>
+        <td data-field="health">{{health}}</td>
         </tr>
         {{/endpoints}}
         </tbody></table></div>

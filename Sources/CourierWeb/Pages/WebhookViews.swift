@@ -46,17 +46,21 @@ struct EndpointsView {
         let lastSuccess: String?
         let lastSuccessISO: String?
         let secrets: Int
+        /// Its own breaker and streaks (``EndpointHealth/summary(time:)``).
+        let health: String
     }
 
     init(_ endpoints: [EndpointInfo], tenant: String?, limit: Int) {
         filterTenant = tenant
         self.endpoints = endpoints.map { e in
-            Row(
+            let lastSuccess = e.lastSuccess
+            return Row(
                 id: String(e.id), tenant: e.tenant.map(Shown.text), tenantQuery: e.tenant.map(FormData.encode),
                 url: .url(e.url), eventTypes: EndpointView.patterns(e.eventTypes), queue: .text(e.queue),
                 disabled: e.disabledAt != nil, disabledReason: e.disabledReason.map { "(\(message: $0))" },
-                recent: DeliveryCounts(e.recent), lastSuccess: e.lastSuccessAt.map(PageFormat.time),
-                lastSuccessISO: e.lastSuccessAt.map(PageFormat.isoTime), secrets: e.validSecrets)
+                recent: DeliveryCounts(e.recent), lastSuccess: lastSuccess.map(PageFormat.time),
+                lastSuccessISO: lastSuccess.map(PageFormat.isoTime), secrets: e.validSecrets,
+                health: e.health.summary(time: PageFormat.time))
         }
         hasEndpoints = !endpoints.isEmpty
         truncated = endpoints.count >= limit
@@ -149,7 +153,7 @@ struct EndpointView {
         retiring = max(0, e.validSecrets - 1)
         retiringUntil = e.retiringUntil.map(PageFormat.time)
         recent = DeliveryCounts(e.recent)
-        lastSuccess = [e.lastSuccessAt, e.health.lastSuccessAt].compactMap { $0 }.max().map(PageFormat.time)
+        lastSuccess = e.lastSuccess.map(PageFormat.time)
         health = e.health.summary(time: PageFormat.time)
         autoDisable = e.health.autoDisableSummary { PageFormat.age($0.inSeconds) }
         self.deliveries = deliveries.map { d in
