@@ -232,7 +232,12 @@ final class EndpointHealthTests: XCTestCase {
             ($0["endpoint_id"] as? NSNumber)?.int64Value == endpoint
         })
         XCTAssertEqual(event["tenant"] as? String, tag)
-        // Its retries wait in its gate, however due they are.
+        // Its retries wait in its gate, however due they are (the outcome that disabled it was
+        // written as a retry, not moved to the dead letters as unwritable).
+        XCTAssertEqual(
+            try connection.query(
+                "SELECT array_agg(state::text ORDER BY id), bool_and(gate IS NOT NULL) FROM courier.jobs WHERE queue = $1",
+                [queue])[0].decode(0, as: String.self), "{retrying,retrying}")
         try connection.query("UPDATE courier.jobs SET run_at = now() WHERE queue = $1", [queue])
         XCTAssertEqual(try claim(store).count, 0)
     }
