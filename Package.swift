@@ -151,6 +151,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: strict
         ),
@@ -262,7 +263,7 @@ let package = Package(
         .testTarget(
             name: "RetryClientTests",
             dependencies: [
-                "RetryClient", "RetryClientTesting", "CourierTesting",
+                "RetryClient", "RetryClientTesting", "CourierTesting", "CourierSink",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -22,6 +22,9 @@ public struct HTTPDelivererConfiguration: Sendable {
     /// Connections open at once over all hosts, idle or busy (default 2,048); past it the
     /// least recently used idle connection is closed (``PooledHTTPTransport``).
     public var maximumConnections: Int = 2_048
+    /// A PEM file of certificate authorities trusted besides the system's (`--tls-ca-file`),
+    /// for receivers with a private CA; nil (the default) trusts the system's only.
+    public var trustedCAFile: String?
     /// In-process retries of a refused or reset connection (default 2): the first tier of
     /// docs/state-machine.md. Everything else goes back to the queue's schedule.
     public var quickRetries: Int = 2
@@ -71,14 +74,26 @@ public final class HTTPDeliverer: Deliverer, Sendable {
 
     /// Creates a deliverer with its own HTTP client; call `shutdown()` when done.
     public convenience init(configuration: HTTPDelivererConfiguration, logger: Logger) {
-        var transportConfiguration = PooledHTTPTransport.Configuration()
-        transportConfiguration.connectTimeout = configuration.connectTimeout
-        transportConfiguration.totalTimeout = configuration.totalTimeout
-        transportConfiguration.maximumExcerptBytes = configuration.maximumExcerptBytes
-        transportConfiguration.maximumConnectionsPerHost = configuration.maximumConnectionsPerHost
-        transportConfiguration.maximumConnections = configuration.maximumConnections
-        let transport = PooledHTTPTransport(configuration: transportConfiguration)
+        let transport = PooledHTTPTransport(configuration: Self.transportConfiguration(configuration))
         self.init(configuration: configuration, transport: transport, ownedTransport: transport, logger: logger)
+    }
+
+    /// The transport's settings for `configuration`.
+    static func transportConfiguration(_ configuration: HTTPDelivererConfiguration) -> PooledHTTPTransport.Configuration {
+        var transport = PooledHTTPTransport.Configuration()
+        transport.connectTimeout = configuration.connectTimeout
+        transport.totalTimeout = configuration.totalTimeout
+        transport.maximumExcerptBytes = configuration.maximumExcerptBytes
+        transport.maximumConnectionsPerHost = configuration.maximumConnectionsPerHost
+        transport.maximumConnections = configuration.maximumConnections
+        transport.additionalTrustRootFiles = configuration.trustedCAFile.map { [$0] } ?? []
+        return transport
+    }
+
+    /// Why the TLS settings of `configuration` cannot be used (``HTTPDelivererConfiguration/trustedCAFile``
+    /// unreadable or holding no certificate), or `nil`.
+    public static func tlsProblem(_ configuration: HTTPDelivererConfiguration) -> String? {
+        PooledHTTPTransport.tlsProblem(in: transportConfiguration(configuration))
     }
 
     /// Creates a deliverer that sends through `transport` (tests: a transport that records or

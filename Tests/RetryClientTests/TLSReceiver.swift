@@ -1,4 +1,4 @@
-import CourierTesting
+import CourierSink
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -6,8 +6,8 @@ import NIOPosix
 import NIOSSL
 import XCTest
 
-/// A certificate authority made for one test with the `openssl` command: its certificate and a
-/// server certificate it signed for `receiver.test`, loaded into memory; no file is left behind.
+/// A certificate authority made for one test: its certificate and a server certificate it
+/// signed for `receiver.test`, loaded into memory; no file is left behind.
 struct TestCertificateAuthority {
     /// The name the server certificate is for.
     static let serverName = "receiver.test"
@@ -16,11 +16,11 @@ struct TestCertificateAuthority {
     let serverCertificate: NIOSSLCertificate
     let serverKey: NIOSSLPrivateKey
 
-    /// Makes a CA and a server certificate under the temporary directory, loads them, removes
-    /// the files. Skips (fails under `CI=true`) when `openssl` is missing.
+    /// Makes a CA and a server certificate under the temporary directory
+    /// (`SinkCertificateAuthority`), loads them, removes the files. Skips (fails under
+    /// `CI=true`) when `openssl` is missing.
     static func make() throws -> TestCertificateAuthority {
-        guard let openssl = ["/usr/bin/openssl", "/bin/openssl"].first(where: FileManager.default.isExecutableFile)
-        else {
+        guard SinkCertificateAuthority.openssl != nil else {
             if ProcessInfo.processInfo.environment["CI"] == "true" {
                 throw CertificateError(message: "openssl is missing (apt-get install openssl)")
             }
@@ -30,45 +30,11 @@ struct TestCertificateAuthority {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
-        try """
-            [req]
-            distinguished_name = dn
-            prompt = no
-            [dn]
-            CN = Courier Test CA
-            [ca]
-            basicConstraints = critical,CA:TRUE
-            keyUsage = critical,keyCertSign,cRLSign
-            subjectKeyIdentifier = hash
-            [server]
-            basicConstraints = critical,CA:FALSE
-            keyUsage = critical,digitalSignature
-            extendedKeyUsage = serverAuth
-            subjectAltName = DNS:\(serverName)
-            subjectKeyIdentifier = hash
-            authorityKeyIdentifier = keyid
-
-            """.write(toFile: path("ca.cnf"), atomically: true, encoding: .utf8)
-        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        let steps: [[String]] = [
-            ["req", "-x509", "-config", path("ca.cnf"), "-extensions", "ca"] + ec
-                + ["-keyout", path("ca.key"), "-out", path("ca.pem"), "-days", "2"],
-            ["req", "-new", "-config", path("ca.cnf"), "-subj", "/CN=\(serverName)"] + ec
-                + ["-keyout", path("server.key"), "-out", path("server.csr")],
-            ["x509", "-req", "-in", path("server.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
-             "-set_serial", "2", "-days", "2", "-extfile", path("ca.cnf"), "-extensions", "server",
-             "-out", path("server.pem")],
-        ]
-        for arguments in steps {
-            let result = try runProgram(openssl, arguments, environment: ProcessInfo.processInfo.environment)
-            guard result.status == 0 else {
-                throw CertificateError(message: "openssl \(arguments.first ?? ""): \(result.stderr)")
-            }
-        }
+        let files = try SinkCertificateAuthority.make(serverName: serverName, path: path)
         return TestCertificateAuthority(
             caCertificate: try onlyCertificate(in: path("ca.pem")),
-            serverCertificate: try onlyCertificate(in: path("server.pem")),
-            serverKey: try NIOSSLPrivateKey(file: path("server.key"), format: .pem))
+            serverCertificate: try onlyCertificate(in: files.certificateChainFile),
+            serverKey: try NIOSSLPrivateKey(file: files.privateKeyFile, format: .pem))
     }
 
     private static func onlyCertificate(in path: String) throws -> NIOSSLCertificate {

@@ -46,6 +46,9 @@ public final class PooledHTTPTransport: HTTPTransport {
         /// The TLS settings of `https` connections. Default: TLS 1.2 or later, certificates
         /// verified against the system trust roots and the URL's host.
         public var tlsConfiguration: TLSConfiguration = .makeClientConfiguration()
+        /// PEM files of certificate authorities trusted besides ``tlsConfiguration``'s roots,
+        /// for receivers with a private CA. Default none.
+        public var additionalTrustRootFiles: [String] = []
         /// The bounds every request is checked against before it is sent (``RequestValidation``).
         public var requestLimits: RequestLimits = .init()
 
@@ -64,7 +67,7 @@ public final class PooledHTTPTransport: HTTPTransport {
     /// request as a ``TransportError/Kind/tlsFailure``, not the creation.
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
-        let tls = Result { try NIOSSLContext(configuration: configuration.tlsConfiguration) }
+        let tls = Result { try Self.tlsContext(configuration) }
         let group = MultiThreadedEventLoopGroup.singleton
         pool = ConnectionPool(
             limits: .init(
@@ -74,6 +77,35 @@ public final class PooledHTTPTransport: HTTPTransport {
         ) { key, id, timeout in
             try await Self.connect(key, id: id, timeout: timeout, tls: tls, group: group)
         }
+    }
+
+    /// Why `configuration`'s TLS settings cannot be used (an unreadable or invalid trust root
+    /// file), or `nil`: for a caller that wants to refuse them at start rather than fail every
+    /// `https` request.
+    public static func tlsProblem(in configuration: Configuration) -> String? {
+        do {
+            _ = try tlsContext(configuration)
+            return nil
+        } catch let error as TransportError {
+            return error.message
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    private static func tlsContext(_ configuration: Configuration) throws -> NIOSSLContext {
+        var tls = configuration.tlsConfiguration
+        for file in configuration.additionalTrustRootFiles {
+            guard FileManager.default.isReadableFile(atPath: file) else {
+                throw TransportError(kind: .tlsFailure, message: "cannot read \(file)")
+            }
+            let certificates = (try? NIOSSLCertificate.fromPEMFile(file)) ?? []
+            guard !certificates.isEmpty else {
+                throw TransportError(kind: .tlsFailure, message: "\(file) holds no PEM certificate")
+            }
+            tls.additionalTrustRoots.append(.certificates(certificates))
+        }
+        return try NIOSSLContext(configuration: tls)
     }
 
     /// Connections open (idle or busy) and idle now, and requests waiting for a connection
