@@ -34,6 +34,10 @@ package struct BenchCommand: ParsableCommand {
                         per delivery
               drain-limit200
                         the same with --per-host-limit 200, to compare with drain
+              tls       like drain, over HTTPS to a sink of its own whose
+                        certificate a CA made for the run signed (the worker
+                        trusts it with --tls-ca-file; needs openssl; not in
+                        the default set)
               fanout    like drain, the jobs spread over 1,000 host names of the
                         local sink (h1.localhost ... via the worker's --resolve)
               failing-host
@@ -106,7 +110,7 @@ package struct BenchCommand: ParsableCommand {
 
     package func validate() throws {
         let known: Set<String> = [
-            "drain", "drain-limit200", "fanout", "failing-host", "latency", "flaky", "ceilings", "inflight", "saturated",
+            "drain", "drain-limit200", "tls", "fanout", "failing-host", "latency", "flaky", "ceilings", "inflight", "saturated",
             "scale", "soak", "scaleout", "web", "webhooks",
         ]
         for name in scenarioList where !known.contains(name) {
@@ -161,6 +165,7 @@ package struct BenchCommand: ParsableCommand {
             switch name {
             case "drain": results.append(try runner.drain(jobs: jobs))
             case "drain-limit200": results.append(try runner.drain(jobs: jobs, perHostLimit: 200))
+            case "tls": results.append(try runner.tls(jobs: jobs))
             case "fanout":
                 guard sinkURL == nil else { say("fanout: skipped (needs the built-in sink)"); continue }
                 results.append(try runner.fanout(jobs: jobs, hosts: 1000))

@@ -108,12 +108,13 @@ package struct BenchRunner {
     /// `count` jobs for `path` on the sink; with `hosts`, job n goes to host name
     /// `h<n % hosts>.localhost` on the sink's port (the worker resolves them with --resolve).
     package func makeJobs(
-        _ count: Int, path: String, queue: String, retrySchedule: [Double]? = nil, hosts: Int? = nil
+        _ count: Int, path: String, queue: String, retrySchedule: [Double]? = nil, hosts: Int? = nil,
+        base: String? = nil
     ) -> [[(Int, NewJob)]] {
         var pieces: [[(Int, NewJob)]] = []
         var piece: [(Int, NewJob)] = []
         for n in 1...count {
-            var job = NewJob(url: hosts.map { hostURL(n % $0) + path } ?? sink.url(path))
+            var job = NewJob(url: base.map { $0 + path } ?? hosts.map { hostURL(n % $0) + path } ?? sink.url(path))
             job.queue = queue
             job.body = Self.payload(n)
             job.headers = [("Content-Type", "application/json")]
@@ -176,13 +177,14 @@ package struct BenchRunner {
     }
 
     /// Bulk-enqueues into a paused queue (with `settle`, then vacuums and analyzes the jobs, as
-    /// autovacuum would soon), starts the worker, resumes, and times the drain.
+    /// autovacuum would soon), starts the worker, resumes, and times the drain. `base` sends
+    /// every job to that origin instead of the sink.
     func drainLike(name: String, queue: String, jobs: Int, path: String, retrySchedule: [Double]?,
-                           extraWorker: [String] = [], hosts: Int? = nil, settle: Bool = false,
+                           extraWorker: [String] = [], hosts: Int? = nil, base: String? = nil, settle: Bool = false,
                            sample: ((WorkerProcess) -> Void)? = nil) throws -> (BenchResult, Double) {
         try reset(queue)
         try store.setPaused(queue, true)
-        let pieces = makeJobs(jobs, path: path, queue: queue, retrySchedule: retrySchedule, hosts: hosts)
+        let pieces = makeJobs(jobs, path: path, queue: queue, retrySchedule: retrySchedule, hosts: hosts, base: base)
         let enqueueStart = Date()
         let report = try store.importJobs(pieces, skipInvalid: false)
         let enqueueSeconds = Date().timeIntervalSince(enqueueStart)
@@ -227,7 +229,7 @@ package struct BenchRunner {
     }
 
     /// The jobs claimed per delivery and claim statements, as the detail column shows them.
-    private static func claimDetail(_ result: BenchResult) -> String {
+    static func claimDetail(_ result: BenchResult) -> String {
         guard let perDelivery = result.extra["claimed_per_delivery"] as? Double,
             let claims = result.extra["claims"] as? Int
         else { return "claims not scraped" }

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 
 /// A request the sink received.
 public struct SinkRequest: Sendable {
@@ -47,13 +48,17 @@ public final class HTTPSink: Sendable {
     /// The address it listens on.
     public let host: String
 
-    /// `http://host:port`.
-    public var baseURL: String { "http://\(host):\(port)" }
+    /// Whether it speaks TLS.
+    public let secure: Bool
 
-    private init(channel: any Channel, host: String, port: Int) {
+    /// `http://host:port`, or `https://` when it speaks TLS.
+    public var baseURL: String { "\(secure ? "https" : "http")://\(host):\(port)" }
+
+    private init(channel: any Channel, host: String, port: Int, secure: Bool) {
         self.channel = channel
         self.host = host
         self.port = port
+        self.secure = secure
     }
 
     /// Starts a sink.
@@ -72,32 +77,58 @@ public final class HTTPSink: Sendable {
     /// Starts a sink whose handler answers at once, on the connection's event loop: no task
     /// per request, so a benchmark's sink takes as little of the machine as it can. The
     /// handler must not block; `.delayed` responses are scheduled on the event loop.
+    ///
+    /// With `tls` it speaks HTTPS with that certificate chain and key (PEM files).
     public static func start(
-        host: String = "127.0.0.1", port: Int = 0,
+        host: String = "127.0.0.1", port: Int = 0, tls: SinkTLS? = nil,
         immediate handler: @escaping @Sendable (SinkRequest) -> SinkResponse
     ) async throws -> HTTPSink {
-        try await start(host: host, port: port, answer: .immediate(handler))
+        try await start(host: host, port: port, tls: tls, answer: .immediate(handler))
     }
 
-    private static func start(host: String, port: Int, answer handler: SinkAnswer) async throws -> HTTPSink {
+    private static func start(
+        host: String, port: Int, tls: SinkTLS? = nil, answer handler: SinkAnswer
+    ) async throws -> HTTPSink {
+        let context = try tls.map { tls in
+            try NIOSSLContext(
+                configuration: .makeServerConfiguration(
+                    certificateChain: try NIOSSLCertificate.fromPEMFile(tls.certificateChainFile).map { .certificate($0) },
+                    privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.privateKeyFile, format: .pem))))
+        }
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let context {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                    }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(SinkHandler(handler: handler))
                 }
             }
         let channel = try await bootstrap.bind(host: host, port: port).get()
         let boundPort = channel.localAddress?.port ?? port
-        return HTTPSink(channel: channel, host: host, port: boundPort)
+        return HTTPSink(channel: channel, host: host, port: boundPort, secure: tls != nil)
     }
 
     /// Stops listening. Open connections close with the process or when their peer closes them.
     public func shutdown() async {
         try? await channel.close()
+    }
+}
+
+/// The certificate of a sink that speaks HTTPS: PEM files of its chain and its private key.
+public struct SinkTLS: Sendable {
+    /// The server certificate first, then any intermediates.
+    public var certificateChainFile: String
+    /// Its private key.
+    public var privateKeyFile: String
+
+    public init(certificateChainFile: String, privateKeyFile: String) {
+        self.certificateChainFile = certificateChainFile
+        self.privateKeyFile = privateKeyFile
     }
 }
 

@@ -16,6 +16,15 @@ public final class RawTCPServer: @unchecked Sendable {
         case trickleBody(head: [UInt8], body: [UInt8], interval: Double)
         /// Sends `response` one byte every `interval` seconds.
         case trickle([UInt8], interval: Double)
+        /// Keeps the connection open and sends `bytes` for every read (one per request when a
+        /// client sends one small request at a time): a keep-alive receiver.
+        case respondEach([UInt8])
+        /// Sends `bytes` for the first read, then closes the connection on the next one without
+        /// answering: a receiver that dropped an idle connection just as a request came.
+        case respondOnceThenCloseOnNext([UInt8])
+        /// Sends `bytes`, then closes the connection at once whatever they announced: a
+        /// receiver whose idle timeout is zero.
+        case respondThenClose([UInt8])
     }
 
     private let channel: any Channel
@@ -50,6 +59,9 @@ public final class RawTCPServer: @unchecked Sendable {
     public static func responseHead(status: Int = 200, contentLength: Int) -> [UInt8] {
         Array("HTTP/1.1 \(status) OK\r\ncontent-length: \(contentLength)\r\nconnection: close\r\n\r\n".utf8)
     }
+
+    /// A complete HTTP/1.1 response with no body that lets the client keep the connection.
+    public static let keepAliveResponse = Array("HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n".utf8)
 
     /// Connections accepted so far.
     public var connections: Int { counters.snapshot().connections }
@@ -97,9 +109,26 @@ private final class ScriptHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         counters.received(unwrapInboundIn(data))
+        switch script {
+        case .respondEach(let bytes):
+            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: nil)
+            return
+        case .respondOnceThenCloseOnNext where started:
+            context.close(promise: nil)
+            return
+        default:
+            break
+        }
         guard !started else { return }
         started = true
         switch script {
+        case .respondEach(let bytes), .respondOnceThenCloseOnNext(let bytes):
+            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: nil)
+        case .respondThenClose(let bytes):
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(channel.allocator.buffer(bytes: bytes))).whenComplete { _ in
+                channel.close(promise: nil)
+            }
         case .silent:
             break
         case .respond(let bytes):

@@ -19,6 +19,12 @@ public struct HTTPDelivererConfiguration: Sendable {
     public var allowPrivateTargets: Bool = false
     /// Connections kept per host (default 32; match the per-host in-flight cap).
     public var maximumConnectionsPerHost: Int = 32
+    /// Connections open at once over all hosts, idle or busy (default 2,048); past it the
+    /// least recently used idle connection is closed (``PooledHTTPTransport``).
+    public var maximumConnections: Int = 2_048
+    /// A PEM file of certificate authorities trusted besides the system's (`--tls-ca-file`),
+    /// for receivers with a private CA; nil (the default) trusts the system's only.
+    public var trustedCAFile: String?
     /// In-process retries of a refused or reset connection (default 2): the first tier of
     /// docs/state-machine.md. Everything else goes back to the queue's schedule.
     public var quickRetries: Int = 2
@@ -28,7 +34,7 @@ public struct HTTPDelivererConfiguration: Sendable {
     public var userAgent: String = "Courier/0.1"
     /// Resolves target host names once per delivery when private targets are refused; the
     /// connection then goes to a checked address (default ``SystemResolver``, `getaddrinfo`).
-    /// Not used when private targets are allowed: then AsyncHTTPClient resolves as usual.
+    /// Not used when private targets are allowed: then the transport resolves as usual.
     public var resolver: any HostResolver = SystemResolver()
     /// Opens webhook endpoints' sealed secrets (`--secrets-key-file`); nil when the worker has
     /// none, and then a delivery of a signed endpoint waits (``DeliveryPolicy/Outcome/secretUnavailable``).
@@ -41,8 +47,9 @@ public struct HTTPDelivererConfiguration: Sendable {
     public init() {}
 }
 
-/// Sends claimed jobs through RetryClient: one shared, pooled `AsyncHTTPClientTransport` (no
-/// redirects, bounded excerpt, connect and total timeouts), a Standard Webhooks signer when the
+/// Sends claimed jobs through RetryClient: one shared `PooledHTTPTransport` (keep-alive
+/// connections per host and checked address under one budget, no redirects, bounded excerpt,
+/// connect and total timeouts), a Standard Webhooks signer when the
 /// queue has a secret, and a `RetryPolicy` that retries a refused or reset connection in
 /// process a couple of times. Any other failure ends the call and is classified for the
 /// queue, which schedules the durable retry or the dead letter (`JobTransition`).
@@ -58,7 +65,7 @@ public struct HTTPDelivererConfiguration: Sendable {
 /// context or the worker traces (``AttemptTracing``).
 public final class HTTPDeliverer: Deliverer, Sendable {
     private let transport: any HTTPTransport
-    private let ownedTransport: AsyncHTTPClientTransport?
+    private let ownedTransport: PooledHTTPTransport?
     private let configuration: HTTPDelivererConfiguration
     private let quickRetries: Interceptor
     private let logger: Logger
@@ -67,14 +74,26 @@ public final class HTTPDeliverer: Deliverer, Sendable {
 
     /// Creates a deliverer with its own HTTP client; call `shutdown()` when done.
     public convenience init(configuration: HTTPDelivererConfiguration, logger: Logger) {
-        var transportConfiguration = AsyncHTTPClientTransport.Configuration()
-        transportConfiguration.connectTimeout = configuration.connectTimeout
-        transportConfiguration.totalTimeout = configuration.totalTimeout
-        transportConfiguration.maximumExcerptBytes = configuration.maximumExcerptBytes
-        transportConfiguration.maximumConnectionsPerHost = configuration.maximumConnectionsPerHost
-        transportConfiguration.followRedirects = false
-        let transport = AsyncHTTPClientTransport(configuration: transportConfiguration)
+        let transport = PooledHTTPTransport(configuration: Self.transportConfiguration(configuration))
         self.init(configuration: configuration, transport: transport, ownedTransport: transport, logger: logger)
+    }
+
+    /// The transport's settings for `configuration`.
+    static func transportConfiguration(_ configuration: HTTPDelivererConfiguration) -> PooledHTTPTransport.Configuration {
+        var transport = PooledHTTPTransport.Configuration()
+        transport.connectTimeout = configuration.connectTimeout
+        transport.totalTimeout = configuration.totalTimeout
+        transport.maximumExcerptBytes = configuration.maximumExcerptBytes
+        transport.maximumConnectionsPerHost = configuration.maximumConnectionsPerHost
+        transport.maximumConnections = configuration.maximumConnections
+        transport.additionalTrustRootFiles = configuration.trustedCAFile.map { [$0] } ?? []
+        return transport
+    }
+
+    /// Why the TLS settings of `configuration` cannot be used (``HTTPDelivererConfiguration/trustedCAFile``
+    /// unreadable or holding no certificate), or `nil`.
+    public static func tlsProblem(_ configuration: HTTPDelivererConfiguration) -> String? {
+        PooledHTTPTransport.tlsProblem(in: transportConfiguration(configuration))
     }
 
     /// Creates a deliverer that sends through `transport` (tests: a transport that records or
@@ -85,7 +104,7 @@ public final class HTTPDeliverer: Deliverer, Sendable {
 
     private init(
         configuration: HTTPDelivererConfiguration, transport: any HTTPTransport,
-        ownedTransport: AsyncHTTPClientTransport?, logger: Logger
+        ownedTransport: PooledHTTPTransport?, logger: Logger
     ) {
         self.configuration = configuration
         self.logger = logger

@@ -12,7 +12,7 @@ import XCTest
 final class WireSafetyTests: XCTestCase {
     private var servers: [RawTCPServer] = []
     private var deliverers: [HTTPDeliverer] = []
-    private var transports: [AsyncHTTPClientTransport] = []
+    private var transports: [PooledHTTPTransport] = []
 
     override func tearDown() async throws {
         for deliverer in deliverers { deliverer.shutdown() }
@@ -119,7 +119,7 @@ final class WireSafetyTests: XCTestCase {
         let receiver = try await server(.respond(RawTCPServer.responseHead(contentLength: 0)))
         // First answer public, every later one loopback: a second lookup would reach the receiver.
         let resolver = ScriptedResolver(answers: [["93.184.216.34"], ["127.0.0.1"]])
-        let real = AsyncHTTPClientTransport()
+        let real = PooledHTTPTransport()
         transports.append(real)
         let transport = LoopbackOnlyTransport(inner: real)
         let deliverer = HTTPDeliverer(
@@ -257,13 +257,13 @@ private final class ScriptedResolver: HostResolver, @unchecked Sendable {
 /// without a pin to a loopback URL, and refuses the rest as if nothing listened, so no test
 /// ever opens a connection beyond this machine.
 private final class LoopbackOnlyTransport: HTTPTransport, @unchecked Sendable {
-    private let inner: AsyncHTTPClientTransport?
+    private let inner: PooledHTTPTransport?
     private let lock = NSLock()
     // Guarded by `lock`.
     private var seen: [OutboundRequest] = []
     private var forwardedCount = 0
 
-    init(inner: AsyncHTTPClientTransport?) {
+    init(inner: PooledHTTPTransport?) {
         self.inner = inner
     }
 

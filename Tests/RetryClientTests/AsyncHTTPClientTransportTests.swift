@@ -2,22 +2,30 @@ import Foundation
 import RetryClient
 import XCTest
 
-/// The production transport against a real server on 127.0.0.1.
+/// Both production transports (`AsyncHTTPClientTransport` and the worker's
+/// `PooledHTTPTransport`) against a real server on 127.0.0.1: every test runs once per
+/// transport, each with a server of its own.
 final class AsyncHTTPClientTransportTests: XCTestCase {
     private var server: LoopbackServer!
-    private var transport: AsyncHTTPClientTransport!
+    private var transport: (any ProductionTransport)!
 
-    override func setUp() async throws {
-        server = try await LoopbackServer.start()
-        var configuration = AsyncHTTPClientTransport.Configuration()
-        configuration.totalTimeout = .seconds(1)
-        configuration.connectTimeout = .seconds(1)
-        transport = AsyncHTTPClientTransport(configuration: configuration)
-    }
-
-    override func tearDown() async throws {
-        try await transport?.shutdown()
-        try await server?.stop()
+    /// Runs `body` once per transport kind, with a fresh server and a transport whose
+    /// timeouts are 1 s; failures name the kind.
+    private func forEachTransport(
+        excerptLimit: Int = Defaults.maximumExcerptBytes,
+        _ body: (TransportKind) async throws -> Void
+    ) async throws {
+        for kind in TransportKind.allCases {
+            server = try await LoopbackServer.start()
+            transport = kind.make(totalTimeout: .seconds(1), connectTimeout: .seconds(1), excerptLimit: excerptLimit)
+            do {
+                try await body(kind)
+            } catch {
+                XCTFail("\(kind): \(error)")
+            }
+            try await transport.shutdown()
+            try await server.stop()
+        }
         transport = nil
         server = nil
     }
@@ -30,13 +38,13 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
     ) async -> TransportError? {
         do {
             let answer = try await transport.send(OutboundRequest(method: "GET", url: url))
-            XCTFail("expected \(kind), got \(answer)", file: file, line: line)
+            XCTFail("\(transport!): expected \(kind), got \(answer)", file: file, line: line)
             return nil
         } catch let error as TransportError {
-            XCTAssertEqual(error.kind, kind, "\(error)", file: file, line: line)
+            XCTAssertEqual(error.kind, kind, "\(transport!): \(error)", file: file, line: line)
             return error
         } catch {
-            XCTFail("not a TransportError: \(error)", file: file, line: line)
+            XCTFail("\(transport!): not a TransportError: \(error)", file: file, line: line)
             return nil
         }
     }
@@ -51,116 +59,138 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
     }
 
     func testOkResponseIsSummarized() async throws {
-        let summary = try await transport.send(
-            OutboundRequest(
-                url: server.url("/ok"), headers: ["content-type": "application/json"], body: Array("{}".utf8))
-        )
-        XCTAssertEqual(summary.status, 200)
-        XCTAssertEqual(summary.reason, "OK")
-        XCTAssertEqual(summary.bodyExcerpt, Array("hello".utf8))
-        XCTAssertFalse(summary.bodyTruncated)
-        XCTAssertEqual(summary.header("CONTENT-LENGTH"), "5")
+        try await forEachTransport { _ in
+            let summary = try await transport.send(
+                OutboundRequest(
+                    url: server.url("/ok"), headers: ["content-type": "application/json"], body: Array("{}".utf8))
+            )
+            XCTAssertEqual(summary.status, 200)
+            XCTAssertEqual(summary.reason, "OK")
+            XCTAssertEqual(summary.bodyExcerpt, Array("hello".utf8))
+            XCTAssertFalse(summary.bodyTruncated)
+            XCTAssertEqual(summary.header("CONTENT-LENGTH"), "5")
+        }
     }
 
     func testErrorStatusIsAResponseNotAnError() async throws {
-        let summary = try await transport.send(OutboundRequest(url: server.url("/status/503")))
-        XCTAssertEqual(summary.status, 503)
+        try await forEachTransport { _ in
+            let summary = try await transport.send(OutboundRequest(url: server.url("/status/503")))
+            XCTAssertEqual(summary.status, 503)
+        }
     }
 
     func testHangingServerGivesReadTimeout() async throws {
-        let started = ContinuousClock.now
-        _ = await expectTransportError(server.url("/hang"), .readTimeout)
-        XCTAssertLessThan(ContinuousClock.now - started, .seconds(3))
+        try await forEachTransport { _ in
+            let started = ContinuousClock.now
+            _ = await expectTransportError(server.url("/hang"), .readTimeout)
+            XCTAssertLessThan(ContinuousClock.now - started, .seconds(3))
+        }
     }
 
     func testPerRequestTimeoutOverridesTheDefault() async throws {
-        let started = ContinuousClock.now
-        do {
-            _ = try await transport.send(OutboundRequest(url: server.url("/hang"), timeout: .milliseconds(300)))
-            XCTFail("expected a timeout")
-        } catch let error as TransportError {
-            XCTAssertEqual(error.kind, .readTimeout)
+        try await forEachTransport { _ in
+            let started = ContinuousClock.now
+            do {
+                _ = try await transport.send(OutboundRequest(url: server.url("/hang"), timeout: .milliseconds(300)))
+                XCTFail("expected a timeout")
+            } catch let error as TransportError {
+                XCTAssertEqual(error.kind, .readTimeout)
+            }
+            XCTAssertLessThan(ContinuousClock.now - started, .milliseconds(900))
         }
-        XCTAssertLessThan(ContinuousClock.now - started, .milliseconds(900))
     }
 
     func testNothingListeningGivesConnectRefused() async throws {
-        let port = try await LoopbackServer.refusedPort()
-        let started = ContinuousClock.now
-        _ = await expectTransportError("http://127.0.0.1:\(port)/ok", .connectRefused)
-        XCTAssertLessThan(ContinuousClock.now - started, .milliseconds(900))
+        try await forEachTransport { _ in
+            let port = try await LoopbackServer.refusedPort()
+            let started = ContinuousClock.now
+            _ = await expectTransportError("http://127.0.0.1:\(port)/ok", .connectRefused)
+            XCTAssertLessThan(ContinuousClock.now - started, .milliseconds(900))
+        }
     }
 
     func testResetConnectionGivesConnectionReset() async throws {
-        _ = await expectTransportError(server.url("/reset"), .connectionReset)
+        try await forEachTransport { _ in
+            _ = await expectTransportError(server.url("/reset"), .connectionReset)
+        }
     }
 
     func testHugeBodyIsTruncatedToTheExcerptQuickly() async throws {
-        let started = ContinuousClock.now
-        let summary = try await transport.send(OutboundRequest(method: "GET", url: server.url("/big")))
-        XCTAssertEqual(summary.status, 200)
-        XCTAssertEqual(summary.bodyExcerpt.count, 20_000)
-        XCTAssertTrue(summary.bodyTruncated)
-        XCTAssertTrue(summary.bodyExcerpt.allSatisfy { $0 == UInt8(ascii: "x") })
-        XCTAssertLessThan(ContinuousClock.now - started, .seconds(2))
-        // The client is still usable afterwards.
-        let next = try await transport.send(OutboundRequest(url: server.url("/ok")))
-        XCTAssertEqual(next.status, 200)
+        try await forEachTransport { _ in
+            let started = ContinuousClock.now
+            let summary = try await transport.send(OutboundRequest(method: "GET", url: server.url("/big")))
+            XCTAssertEqual(summary.status, 200)
+            XCTAssertEqual(summary.bodyExcerpt.count, 20_000)
+            XCTAssertTrue(summary.bodyTruncated)
+            XCTAssertTrue(summary.bodyExcerpt.allSatisfy { $0 == UInt8(ascii: "x") })
+            XCTAssertLessThan(ContinuousClock.now - started, .seconds(2))
+            // The client is still usable afterwards.
+            let next = try await transport.send(OutboundRequest(url: server.url("/ok")))
+            XCTAssertEqual(next.status, 200)
+        }
     }
 
     func testBodyExactlyAtTheLimitIsNotTruncatedAndOneMoreByteIs() async throws {
         for (limit, excerpt, truncated) in [(5, "hello", false), (4, "hell", true), (0, "", true)] {
-            var configuration = AsyncHTTPClientTransport.Configuration()
-            configuration.maximumExcerptBytes = limit
-            let small = AsyncHTTPClientTransport(configuration: configuration)
-            let summary = try await small.send(OutboundRequest(method: "GET", url: server.url("/ok")))
-            try await small.shutdown()
-            XCTAssertEqual(summary.bodyExcerpt, Array(excerpt.utf8), "limit \(limit)")
-            XCTAssertEqual(summary.bodyTruncated, truncated, "limit \(limit)")
+            try await forEachTransport(excerptLimit: limit) { kind in
+                let summary = try await transport.send(OutboundRequest(method: "GET", url: server.url("/ok")))
+                XCTAssertEqual(summary.bodyExcerpt, Array(excerpt.utf8), "\(kind), limit \(limit)")
+                XCTAssertEqual(summary.bodyTruncated, truncated, "\(kind), limit \(limit)")
+            }
         }
     }
 
     func testRedirectIsReturnedNotFollowed() async throws {
-        let summary = try await transport.send(OutboundRequest(url: server.url("/redirect")))
-        XCTAssertEqual(summary.status, 302)
-        XCTAssertEqual(summary.header("location"), "/ok")
-        XCTAssertEqual(server.paths, ["/redirect"])
+        try await forEachTransport { _ in
+            let summary = try await transport.send(OutboundRequest(url: server.url("/redirect")))
+            XCTAssertEqual(summary.status, 302)
+            XCTAssertEqual(summary.header("location"), "/ok")
+            XCTAssertEqual(server.paths, ["/redirect"])
+        }
     }
 
     func testTLSHandshakeWithAPlainHTTPServerIsATLSFailure() async throws {
-        let url = server.url("/ok").replacingOccurrences(of: "http://", with: "https://")
-        _ = await expectTransportError(url, .tlsFailure)
-        XCTAssertEqual(server.paths, [])
+        try await forEachTransport { _ in
+            let url = server.url("/ok").replacingOccurrences(of: "http://", with: "https://")
+            _ = await expectTransportError(url, .tlsFailure)
+            XCTAssertEqual(server.paths, [])
+        }
     }
 
     func testMalformedURLsAreInvalidRequests() async throws {
-        _ = await expectTransportError("not a url", .invalidRequest)
-        _ = await expectTransportError("http:///nohost", .invalidRequest)
-        _ = await expectTransportError("ftp://127.0.0.1/file", .invalidRequest)
+        try await forEachTransport { _ in
+            _ = await expectTransportError("not a url", .invalidRequest)
+            _ = await expectTransportError("http:///nohost", .invalidRequest)
+            _ = await expectTransportError("ftp://127.0.0.1/file", .invalidRequest)
+        }
     }
 
     func testRetryingClientRetriesARefusedConnectionThenGivesUp() async throws {
-        let port = try await LoopbackServer.refusedPort()
-        let client = RetryingClient(
-            transport: transport,
-            interceptor: Interceptor(retriers: [instantPolicy(retryLimit: 2)])
-        )
-        let outcome = await client.send(OutboundRequest(url: "http://127.0.0.1:\(port)/ok"))
-        guard case .gaveUp(let reason, let last, 3) = outcome else { return XCTFail("got \(outcome)") }
-        XCTAssertEqual(last.transportError?.kind, .connectRefused)
-        XCTAssertTrue(reason.hasPrefix("retry limit reached after 3 attempts: connectRefused"), reason)
+        try await forEachTransport { _ in
+            let port = try await LoopbackServer.refusedPort()
+            let client = RetryingClient(
+                transport: transport,
+                interceptor: Interceptor(retriers: [instantPolicy(retryLimit: 2)])
+            )
+            let outcome = await client.send(OutboundRequest(url: "http://127.0.0.1:\(port)/ok"))
+            guard case .gaveUp(let reason, let last, 3) = outcome else { return XCTFail("got \(outcome)") }
+            XCTAssertEqual(last.transportError?.kind, .connectRefused)
+            XCTAssertTrue(reason.hasPrefix("retry limit reached after 3 attempts: connectRefused"), reason)
+        }
     }
 
     func testSignedDeliveryReachesTheServer() async throws {
-        let signer = try StandardWebhookSigner(secrets: [StandardWebhookSignerTests.secret])
-        let client = RetryingClient(
-            transport: transport,
-            interceptor: Interceptor(adapters: [signer], retriers: [RetryPolicy()])
-        )
-        let outcome = await client.send(
-            OutboundRequest(url: server.url("/ok"), headers: ["webhook-id": "msg_2"], body: Array("{}".utf8))
-        )
-        guard case .delivered(let summary, 1) = outcome else { return XCTFail("got \(outcome)") }
-        XCTAssertEqual(summary.bodyExcerpt, Array("hello".utf8))
+        try await forEachTransport { _ in
+            let signer = try StandardWebhookSigner(secrets: [StandardWebhookSignerTests.secret])
+            let client = RetryingClient(
+                transport: transport,
+                interceptor: Interceptor(adapters: [signer], retriers: [RetryPolicy()])
+            )
+            let outcome = await client.send(
+                OutboundRequest(url: server.url("/ok"), headers: ["webhook-id": "msg_2"], body: Array("{}".utf8))
+            )
+            guard case .delivered(let summary, 1) = outcome else { return XCTFail("got \(outcome)") }
+            XCTAssertEqual(summary.bodyExcerpt, Array("hello".utf8))
+        }
     }
 }

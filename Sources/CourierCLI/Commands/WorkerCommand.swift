@@ -88,6 +88,11 @@ struct WorkerCommand: ParsableCommand {
         help: "NAME=ADDRESS: answer DNS for NAME (or *.SUFFIX) with ADDRESS, like curl --resolve (repeatable).")
     var resolve: [String] = []
 
+    @Option(
+        name: .customLong("tls-ca-file"),
+        help: "PEM file of certificate authorities to trust besides the system's, for receivers with a private CA.")
+    var tlsCAFile: String?
+
     @Option(name: .customLong("metrics-port"), help: "Serve Prometheus metrics on 127.0.0.1:<port>/metrics.")
     var metricsPort: Int?
 
@@ -198,6 +203,12 @@ struct WorkerCommand: ParsableCommand {
                 return entry
             }
             http.resolver = OverrideResolver(entries: entries)
+        }
+        if let file = value(tlsCAFile, "TLS_CA_FILE") {
+            http.trustedCAFile = file
+            if let problem = HTTPDeliverer.tlsProblem(http) {
+                throw CLIError.usage("\(tlsCAFile == nil ? "COURIER_TLS_CA_FILE" : "--tls-ca-file"): \(problem)")
+            }
         }
         let (parsedLevel, format) = try logging.resolve(prefix: "COURIER_", environment: env)
         let port = try integer(metricsPort, "METRICS_PORT", "metrics-port")

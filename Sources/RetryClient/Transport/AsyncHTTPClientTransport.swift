@@ -152,7 +152,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         let logger = self.logger
         let prepared = outgoing
         do {
-            return try await Self.withDeadline(timeout, watch: deadlines) {
+            return try await deadlines.run(within: timeout) {
                 let deadline = NIODeadline.now() + TimeAmount(timeout)
                 let response = try await client.execute(prepared, deadline: deadline, logger: logger)
                 let (excerpt, truncated) = try await Self.readExcerpt(of: response.body, limit: limit)
@@ -167,44 +167,6 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         } catch {
             throw Self.classify(error)
         }
-    }
-
-    /// Runs `operation` and cancels it when `timeout` has passed, throwing a
-    /// ``TransportError/Kind/readTimeout``: AsyncHTTPClient's own deadline ends at the response
-    /// head, and its read timeout is reset by every byte, so neither stops a trickling body.
-    /// The cut-off comes from `watch`, within its resolution after the deadline.
-    static func withDeadline<T: Sendable>(
-        _ timeout: Duration, watch: DeadlineWatch,
-        _ operation: @escaping @Sendable () async throws -> T
-    ) async throws -> T {
-        let work = Task { try await operation() }
-        let expired = ExpiryFlag()
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        let token = watch.add(after: seconds) {
-            expired.set()
-            work.cancel()
-        }
-        defer { watch.remove(token) }
-        do {
-            return try await withTaskCancellationHandler {
-                try await work.value
-            } onCancel: {
-                work.cancel()
-            }
-        } catch {
-            guard expired.isSet else { throw error }
-            throw TransportError(
-                kind: .readTimeout,
-                message: "no complete response within \(timeout) (connect, TLS, head and body excerpt)")
-        }
-    }
-
-    /// Set once by the deadline watch, read by the request that it cut off.
-    private final class ExpiryFlag: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value = false
-        func set() { lock.withLock { value = true } }
-        var isSet: Bool { lock.withLock { value } }
     }
 
     /// Reads at most `limit` bytes of `body`, then stops iterating so the rest is never

@@ -55,3 +55,43 @@ final class DeadlineWatch: @unchecked Sendable {
         due.forEach { $0() }
     }
 }
+
+extension DeadlineWatch {
+    /// Runs `operation` and cancels it when `timeout` has passed, throwing a
+    /// ``TransportError/Kind/readTimeout``: one deadline over connecting, TLS, the response head
+    /// and the body excerpt (AsyncHTTPClient's own deadline ends at the response head, and its
+    /// read timeout is reset by every byte, so neither stops a trickling body). The cut-off
+    /// comes within the watch's resolution after the deadline.
+    func run<T: Sendable>(
+        within timeout: Duration, _ operation: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let work = Task { try await operation() }
+        let expired = ExpiryFlag()
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        let token = add(after: seconds) {
+            expired.set()
+            work.cancel()
+        }
+        defer { remove(token) }
+        do {
+            return try await withTaskCancellationHandler {
+                try await work.value
+            } onCancel: {
+                work.cancel()
+            }
+        } catch {
+            guard expired.isSet else { throw error }
+            throw TransportError(
+                kind: .readTimeout,
+                message: "no complete response within \(timeout) (connect, TLS, head and body excerpt)")
+        }
+    }
+
+    /// Set once by the deadline watch, read by the request that it cut off.
+    private final class ExpiryFlag: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = false
+        func set() { lock.withLock { value = true } }
+        var isSet: Bool { lock.withLock { value } }
+    }
+}

@@ -1,8 +1,9 @@
 /// Sends one HTTP request and returns what came back: the seam between the retry logic and the
 /// network.
 ///
-/// Production uses ``AsyncHTTPClientTransport``; tests swap in `StubTransport` (library `RetryClientTesting`) and leave the
-/// rest of the client unchanged.
+/// Courier's worker uses ``PooledHTTPTransport``; ``AsyncHTTPClientTransport`` is the other
+/// production transport. Tests swap in `StubTransport` (library `RetryClientTesting`) and leave
+/// the rest of the client unchanged.
 public protocol HTTPTransport: Sendable {
     /// Sends `request` once, without retrying.
     ///

@@ -1,0 +1,126 @@
+import NIOCore
+import NIOHTTP1
+
+/// One request to write on a pooled connection, and the promise of what came back.
+struct HTTPExchange: Sendable {
+    var head: HTTPRequestHead
+    var body: ByteBuffer?
+    /// Most body bytes kept; reading stops there and the connection is closed.
+    var excerptLimit: Int
+    var promise: EventLoopPromise<HTTPExchangeResult>
+}
+
+/// What came back for an ``HTTPExchange``.
+struct HTTPExchangeResult: Sendable {
+    var head: HTTPResponseHead
+    var excerpt: [UInt8]
+    var truncated: Bool
+    /// Whether the connection may carry another request (HTTP/1.1 keep-alive, complete body).
+    var reusable: Bool
+}
+
+/// Why an exchange failed, and whether any byte of the response had arrived: a reused
+/// connection that fails before its answer began was most likely closed by its server while
+/// idle, and the request may go again on a fresh connection.
+struct HTTPExchangeFailure: Error {
+    var underlying: any Error
+    var responseStarted: Bool
+}
+
+/// The end of a pooled connection's pipeline: writes one ``HTTPExchange`` at a time and
+/// completes its promise with the response head and at most `excerptLimit` body bytes.
+///
+/// It never buffers more than the excerpt: past the limit it completes the promise and closes
+/// the connection rather than draining the body. A connection closed, reset or failing while
+/// an exchange runs fails it; bytes arriving with no exchange running close the connection.
+final class HTTPExchangeHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundIn = HTTPExchange
+    typealias OutboundOut = HTTPClientRequestPart
+
+    private struct Running {
+        var exchange: HTTPExchange
+        var requestKeepAlive: Bool
+        var head: HTTPResponseHead?
+        var excerpt: [UInt8] = []
+        var truncated = false
+    }
+
+    private var running: Running?
+
+    init() {}
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let exchange = unwrapOutboundIn(data)
+        guard running == nil else {
+            let error = ChannelError.inappropriateOperationForState
+            exchange.promise.fail(HTTPExchangeFailure(underlying: error, responseStarted: false))
+            promise?.fail(error)
+            return
+        }
+        running = Running(exchange: exchange, requestKeepAlive: exchange.head.isKeepAlive)
+        context.write(wrapOutboundOut(.head(exchange.head)), promise: nil)
+        if let body = exchange.body, body.readableBytes > 0 {
+            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        }
+        context.write(wrapOutboundOut(.end(nil)), promise: promise)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard var current = running else {
+            // An answer nobody asked for: the connection can no longer be trusted.
+            context.close(promise: nil)
+            return
+        }
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            current.head = head
+            let announced = head.headers.first(name: "content-length").flatMap { Int($0) } ?? 0
+            current.excerpt.reserveCapacity(min(current.exchange.excerptLimit, max(announced, 0), 64 * 1024))
+            running = current
+        case .body(var chunk):
+            let room = current.exchange.excerptLimit - current.excerpt.count
+            if chunk.readableBytes > room {
+                if room > 0, let part = chunk.readBytes(length: room) { current.excerpt.append(contentsOf: part) }
+                current.truncated = true
+                running = nil
+                finish(current, reusable: false)
+                context.close(promise: nil)
+                return
+            }
+            current.excerpt.append(contentsOf: chunk.readableBytesView)
+            running = current
+        case .end:
+            running = nil
+            let reusable = current.requestKeepAlive && (current.head?.isKeepAlive ?? false)
+            finish(current, reusable: reusable)
+            if !reusable { context.close(promise: nil) }
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        fail(ChannelError.eof)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        fail(error)
+        context.close(promise: nil)
+    }
+
+    private func finish(_ current: Running, reusable: Bool) {
+        guard let head = current.head else {
+            current.exchange.promise.fail(
+                HTTPExchangeFailure(underlying: ChannelError.eof, responseStarted: false))
+            return
+        }
+        current.exchange.promise.succeed(
+            HTTPExchangeResult(head: head, excerpt: current.excerpt, truncated: current.truncated, reusable: reusable))
+    }
+
+    private func fail(_ error: any Error) {
+        guard let current = running else { return }
+        running = nil
+        current.exchange.promise.fail(HTTPExchangeFailure(underlying: error, responseStarted: current.head != nil))
+    }
+}

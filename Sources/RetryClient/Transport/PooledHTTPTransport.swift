@@ -1,0 +1,289 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+/// The delivery transport: HTTP/1.1 on SwiftNIO with one pool of keep-alive connections for
+/// every host, sized for webhooks to thousands of receivers.
+///
+/// Connections are pooled per (scheme, host, port, checked address) under one budget of
+/// ``Configuration/maximumConnections`` over all hosts; at the budget the least recently used
+/// idle connection is closed to make room, and when all are busy a request waits for one. All
+/// connections share one event loop group (NIO's singleton) and one TLS context; there is no
+/// client object per host, so a thousand receivers cost a thousand sockets, not a thousand
+/// clients.
+///
+/// Every guarantee of ``AsyncHTTPClientTransport`` holds: requests are checked before the wire
+/// (``RequestValidation``); with a ``OutboundRequest/connectAddress`` the connection goes to
+/// that address and nowhere else while the `Host` header, TLS SNI and certificate checks use
+/// the URL's host; one deadline covers waiting for a connection, connecting, TLS, the response
+/// head and the excerpt; at most ``Configuration/maximumExcerptBytes`` of a body are read, then
+/// the connection is closed; redirects are returned, never followed.
+///
+/// A pooled connection that its server closed while idle is dropped as soon as the close is
+/// seen; if a request on a reused connection fails before any byte of the answer arrived (the
+/// server closed it as the request was written), it is sent once more on a new connection.
+public final class PooledHTTPTransport: HTTPTransport {
+    /// How the transport connects, pools, waits and reads.
+    public struct Configuration: Sendable {
+        /// Time allowed to establish a connection (TCP and TLS). Default 10 s.
+        public var connectTimeout: Duration = Defaults.connectTimeout
+        /// Time allowed for the whole request, from asking for a connection to the end of the
+        /// body excerpt, unless the request sets its own ``OutboundRequest/timeout``. Default 30 s.
+        public var totalTimeout: Duration = Defaults.totalTimeout
+        /// Most body bytes kept in ``HTTPResponseSummary/bodyExcerpt``; reading stops there and
+        /// the connection is closed rather than drained. Default 20,000.
+        public var maximumExcerptBytes: Int = Defaults.maximumExcerptBytes
+        /// Connections open at once over all hosts, idle or busy. Default 2,048: a connection
+        /// each for two thousand receivers, well below the worker unit's `LimitNOFILE`.
+        public var maximumConnections: Int = 2_048
+        /// Connections open at once to one (host, address). Default 32.
+        public var maximumConnectionsPerHost: Int = 32
+        /// How long an idle connection is kept. Default 60 s.
+        public var idleTimeout: Duration = .seconds(60)
+        /// The TLS settings of `https` connections. Default: TLS 1.2 or later, certificates
+        /// verified against the system trust roots and the URL's host.
+        public var tlsConfiguration: TLSConfiguration = .makeClientConfiguration()
+        /// PEM files of certificate authorities trusted besides ``tlsConfiguration``'s roots,
+        /// for receivers with a private CA. Default none.
+        public var additionalTrustRootFiles: [String] = []
+        /// The bounds every request is checked against before it is sent (``RequestValidation``).
+        public var requestLimits: RequestLimits = .init()
+
+        /// Creates the default configuration; change fields afterwards.
+        public init() {}
+    }
+
+    /// The configuration this transport was created with.
+    public let configuration: Configuration
+    private let pool: ConnectionPool
+    private let deadlines = DeadlineWatch()
+
+    /// Creates a transport on NIO's shared event loop group.
+    ///
+    /// A TLS configuration that cannot be loaded (unreadable trust roots) fails every `https`
+    /// request as a ``TransportError/Kind/tlsFailure``, not the creation.
+    public init(configuration: Configuration = .init()) {
+        self.configuration = configuration
+        let tls = Result { try Self.tlsContext(configuration) }
+        let group = MultiThreadedEventLoopGroup.singleton
+        pool = ConnectionPool(
+            limits: .init(
+                maximumConnections: configuration.maximumConnections,
+                maximumPerKey: configuration.maximumConnectionsPerHost,
+                idleTimeout: UInt64(max(0, configuration.idleTimeout.inNanoseconds)))
+        ) { key, id, timeout in
+            try await Self.connect(key, id: id, timeout: timeout, tls: tls, group: group)
+        }
+    }
+
+    /// Why `configuration`'s TLS settings cannot be used (an unreadable or invalid trust root
+    /// file), or `nil`: for a caller that wants to refuse them at start rather than fail every
+    /// `https` request.
+    public static func tlsProblem(in configuration: Configuration) -> String? {
+        do {
+            _ = try tlsContext(configuration)
+            return nil
+        } catch let error as TransportError {
+            return error.message
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    private static func tlsContext(_ configuration: Configuration) throws -> NIOSSLContext {
+        var tls = configuration.tlsConfiguration
+        for file in configuration.additionalTrustRootFiles {
+            guard FileManager.default.isReadableFile(atPath: file) else {
+                throw TransportError(kind: .tlsFailure, message: "cannot read \(file)")
+            }
+            let certificates = (try? NIOSSLCertificate.fromPEMFile(file)) ?? []
+            guard !certificates.isEmpty else {
+                throw TransportError(kind: .tlsFailure, message: "\(file) holds no PEM certificate")
+            }
+            tls.additionalTrustRoots.append(.certificates(certificates))
+        }
+        return try NIOSSLContext(configuration: tls)
+    }
+
+    /// Connections open (idle or busy) and idle now, and requests waiting for a connection
+    /// (for tests and metrics).
+    public var connectionCounts: (open: Int, idle: Int, waiting: Int) { pool.counts }
+
+    /// Closes idle connections and refuses further requests; busy connections close when their
+    /// request ends.
+    public func shutdown() async throws {
+        for channel in pool.shutdown() { try? await channel.closeFuture.get() }
+    }
+
+    /// Closes like ``shutdown()``, blocking the calling thread; never call it on an event loop.
+    public func syncShutdown() throws {
+        for channel in pool.shutdown() { try? channel.closeFuture.wait() }
+    }
+
+    /// Sends `request` once and returns the status, headers and at most
+    /// ``Configuration/maximumExcerptBytes`` of the body.
+    ///
+    /// - Throws: ``TransportError``: ``TransportError/Kind/invalidRequest`` for a request that
+    ///   fails validation, ``TransportError/Kind/readTimeout`` when the deadline passes, and the
+    ///   kind of the network or TLS failure otherwise.
+    public func send(_ request: OutboundRequest) async throws -> HTTPResponseSummary {
+        let target: (scheme: String, host: String, port: Int)
+        do {
+            target = try request.validate(limits: configuration.requestLimits)
+        } catch let error as RequestValidationError {
+            throw TransportError(kind: .invalidRequest, message: "invalid request: \(error)")
+        }
+        let key = PoolKey(
+            secure: target.scheme == "https", host: target.host.lowercased(), port: target.port,
+            address: request.connectAddress)
+        let head = Self.head(of: request, host: target.host, port: target.port, secure: key.secure)
+        let body = request.body.map { ByteBuffer(bytes: $0) }
+        let timeout = request.timeout ?? configuration.totalTimeout
+        let limit = configuration.maximumExcerptBytes
+        let connectTimeout = configuration.connectTimeout
+        let pool = self.pool
+        do {
+            return try await deadlines.run(within: timeout) {
+                let started = ContinuousClock.now
+                var allowReuse = true
+                while true {
+                    let remaining = timeout - (ContinuousClock.now - started)
+                    let lease = try await pool.lease(
+                        key, allowReuse: allowReuse, connectTimeout: min(connectTimeout, remaining))
+                    do {
+                        let result = try await Self.exchange(
+                            on: lease.connection, head: head, body: body, limit: limit)
+                        pool.release(lease, reusable: result.reusable)
+                        return HTTPResponseSummary(
+                            status: Int(result.head.status.code), reason: result.head.status.reasonPhrase,
+                            headers: HeaderFields(result.head.headers.map { ($0.name, $0.value) }),
+                            bodyExcerpt: result.excerpt, bodyTruncated: result.truncated)
+                    } catch let failure as HTTPExchangeFailure {
+                        pool.release(lease, reusable: false)
+                        // A reused connection closed under a request it never answered: its
+                        // server dropped it while idle. Once more on a new connection.
+                        if lease.reused, allowReuse, !failure.responseStarted, !Task.isCancelled,
+                            AsyncHTTPClientTransport.classify(failure.underlying).kind == .connectionReset
+                        {
+                            allowReuse = false
+                            continue
+                        }
+                        throw failure.underlying
+                    } catch {
+                        pool.release(lease, reusable: false)
+                        throw error
+                    }
+                }
+            }
+        } catch {
+            throw AsyncHTTPClientTransport.classify(error)
+        }
+    }
+
+    /// Sends `head` and `body` on `connection`; cancelling the task closes the connection.
+    private static func exchange(
+        on connection: PooledConnection, head: HTTPRequestHead, body: ByteBuffer?, limit: Int
+    ) async throws -> HTTPExchangeResult {
+        let promise = connection.channel.eventLoop.makePromise(of: HTTPExchangeResult.self)
+        return try await withTaskCancellationHandler {
+            connection.start(HTTPExchange(head: head, body: body, excerptLimit: limit, promise: promise))
+            return try await promise.futureResult.get()
+        } onCancel: {
+            connection.close()
+        }
+    }
+
+    /// The request head: the URL's path and query, `Host` from the URL unless the request
+    /// sets one, and the body's `Content-Length` in place of any framing header it carries.
+    static func head(of request: OutboundRequest, host: String, port: Int, secure: Bool) -> HTTPRequestHead {
+        var headers = HTTPHeaders()
+        if request.headers["host"] == nil {
+            let name = host.contains(":") ? "[\(host)]" : host
+            headers.add(name: "Host", value: port == (secure ? 443 : 80) ? name : "\(name):\(port)")
+        }
+        for field in request.headers {
+            let lower = field.name.lowercased()
+            if lower == "content-length" || lower == "transfer-encoding" { continue }
+            headers.add(name: field.name, value: field.value)
+        }
+        let method = HTTPMethod(rawValue: request.method.uppercased())
+        if let body = request.body {
+            headers.add(name: "Content-Length", value: String(body.count))
+        } else if method == .POST || method == .PUT || method == .PATCH {
+            headers.add(name: "Content-Length", value: "0")
+        }
+        return HTTPRequestHead(version: .http1_1, method: method, uri: requestTarget(of: request.url), headers: headers)
+    }
+
+    /// The origin-form target of an absolute URL that passed validation: its path and query,
+    /// `/` when it has no path, never its fragment.
+    static func requestTarget(of url: String) -> String {
+        guard let separator = url.range(of: "://") else { return "/" }
+        var rest = url[separator.upperBound...]
+        rest = rest.drop { $0 != "/" && $0 != "?" && $0 != "#" }
+        if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
+        if rest.isEmpty { return "/" }
+        return rest.hasPrefix("/") ? String(rest) : "/" + rest
+    }
+
+    /// Opens connection `id` for `key`: TCP to the checked address (or the resolved host),
+    /// TLS with the URL's host as SNI and certificate name, then the HTTP/1.1 codec.
+    private static func connect(
+        _ key: PoolKey, id: Int, timeout: Duration, tls: Result<NIOSSLContext, any Error>,
+        group: MultiThreadedEventLoopGroup
+    ) async throws -> PooledConnection {
+        let context: NIOSSLContext? = key.secure ? try tls.get() : nil
+        let serverName: String? = RequestValidation.isIPLiteral(key.host) ? nil : key.host
+        let connectTimeout = TimeAmount(max(timeout, .milliseconds(1)))
+        let handshake = HandshakeSlot()
+        let bootstrap = ClientBootstrap(group: group)
+            .connectTimeout(connectTimeout)
+            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let context {
+                        try channel.pipeline.syncOperations.addHandler(
+                            NIOSSLClientHandler(context: context, serverHostname: serverName))
+                        let watcher = TLSHandshakeWatcher(handshake: channel.eventLoop.makePromise(), timeout: connectTimeout)
+                        handshake.set(watcher.handshake.futureResult)
+                        try channel.pipeline.syncOperations.addHandler(watcher)
+                    }
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(HTTPExchangeHandler())
+                }
+            }
+        let channel: any Channel
+        if let address = key.address {
+            channel = try await bootstrap.connect(to: SocketAddress(ipAddress: address, port: key.port)).get()
+        } else {
+            channel = try await bootstrap.connect(host: key.host, port: key.port).get()
+        }
+        if key.secure {
+            // No request is written before the handshake is done (TLSHandshakeWatcher).
+            do {
+                try await withTaskCancellationHandler {
+                    guard let done = handshake.future else { throw ChannelError.inappropriateOperationForState }
+                    try await done.get()
+                } onCancel: {
+                    channel.close(promise: nil)
+                }
+            } catch {
+                channel.close(promise: nil)
+                throw error
+            }
+        }
+        return PooledConnection(id: id, channel: channel)
+    }
+}
+
+/// Hands the TLS handshake's future from a channel's initializer to the code that connected.
+private final class HandshakeSlot: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: EventLoopFuture<Void>?
+
+    func set(_ future: EventLoopFuture<Void>) { lock.withLock { value = future } }
+    var future: EventLoopFuture<Void>? { lock.withLock { value } }
+}

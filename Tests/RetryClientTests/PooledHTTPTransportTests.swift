@@ -1,0 +1,221 @@
+import CourierTesting
+import Foundation
+import NIOSSL
+import RetryClient
+import XCTest
+
+/// `PooledHTTPTransport`'s pool against real servers on 127.0.0.1: keep-alive reuse, one
+/// budget over all hosts, least-recently-used eviction, receivers that close idle
+/// connections, idle expiry, and TLS names checked against a CA made for the test.
+/// (The guarantees it shares with `AsyncHTTPClientTransport` are in
+/// `AsyncHTTPClientTransportTests` and `TransportWireSafetyTests`, which run on both.)
+final class PooledHTTPTransportTests: XCTestCase {
+    private var servers: [RawTCPServer] = []
+    private var transports: [PooledHTTPTransport] = []
+    private var receivers: [TLSReceiver] = []
+
+    override func tearDown() async throws {
+        for transport in transports { try await transport.shutdown() }
+        for server in servers { try await server.stop() }
+        for receiver in receivers { try await receiver.stop() }
+    }
+
+    private func server(_ script: RawTCPServer.Script) async throws -> RawTCPServer {
+        let server = try await RawTCPServer.start(script: script)
+        servers.append(server)
+        return server
+    }
+
+    private func transport(_ change: (inout PooledHTTPTransport.Configuration) -> Void = { _ in }) -> PooledHTTPTransport {
+        var configuration = PooledHTTPTransport.Configuration()
+        configuration.totalTimeout = .seconds(5)
+        configuration.connectTimeout = .seconds(2)
+        change(&configuration)
+        let transport = PooledHTTPTransport(configuration: configuration)
+        transports.append(transport)
+        return transport
+    }
+
+    /// A GET of `/hook` on `host` at the server's port, connected to 127.0.0.1.
+    private static func pinned(_ host: String, _ server: RawTCPServer, scheme: String = "http") -> OutboundRequest {
+        OutboundRequest(method: "GET", url: "\(scheme)://\(host):\(server.port)/hook", connectAddress: "127.0.0.1")
+    }
+
+    /// How many request heads `server` received.
+    private static func requests(_ server: RawTCPServer) -> Int {
+        String(decoding: server.received, as: UTF8.self).components(separatedBy: "GET /hook HTTP/1.1").count - 1
+    }
+
+    func testDefaultsAreTheDocumentedOnes() {
+        let defaults = PooledHTTPTransport.Configuration()
+        XCTAssertEqual(defaults.connectTimeout, .seconds(10))
+        XCTAssertEqual(defaults.totalTimeout, .seconds(30))
+        XCTAssertEqual(defaults.maximumExcerptBytes, 20_000)
+        XCTAssertEqual(defaults.maximumConnections, 2_048)
+        XCTAssertEqual(defaults.maximumConnectionsPerHost, 32)
+        XCTAssertEqual(defaults.idleTimeout, .seconds(60))
+    }
+
+    func testKeepAliveReceiverGetsEveryRequestOnOneConnection() async throws {
+        let server = try await server(.respondEach(RawTCPServer.keepAliveResponse))
+        let transport = transport()
+        for _ in 0..<5 {
+            let response = try await transport.send(Self.pinned("hooks.invalid", server))
+            XCTAssertEqual(response.status, 200)
+        }
+        XCTAssertEqual(server.connections, 1)
+        XCTAssertEqual(Self.requests(server), 5)
+        XCTAssertEqual(transport.connectionCounts.open, 1)
+        XCTAssertEqual(transport.connectionCounts.idle, 1)
+    }
+
+    func testAConnectionIsReusedOnlyForTheSameNameAndAddress() async throws {
+        let server = try await server(.respondEach(RawTCPServer.keepAliveResponse))
+        let transport = transport()
+        _ = try await transport.send(Self.pinned("a.invalid", server))
+        _ = try await transport.send(Self.pinned("b.invalid", server))
+        _ = try await transport.send(Self.pinned("a.invalid", server))
+        XCTAssertEqual(server.connections, 2, "one connection per name, the first one reused")
+    }
+
+    func testBudgetIsHeldAndTheLeastRecentlyUsedIdleConnectionIsClosed() async throws {
+        let a = try await server(.respondEach(RawTCPServer.keepAliveResponse))
+        let b = try await server(.respondEach(RawTCPServer.keepAliveResponse))
+        let c = try await server(.respondEach(RawTCPServer.keepAliveResponse))
+        let transport = transport { $0.maximumConnections = 2 }
+        _ = try await transport.send(Self.pinned("a.invalid", a))
+        _ = try await transport.send(Self.pinned("b.invalid", b))
+        XCTAssertEqual(transport.connectionCounts.open, 2)
+        // A third host at the budget: a's idle connection, the least recently used, makes room.
+        _ = try await transport.send(Self.pinned("c.invalid", c))
+        XCTAssertEqual(transport.connectionCounts.open, 2)
+        // b's connection was kept and is reused; a needs a new one.
+        _ = try await transport.send(Self.pinned("b.invalid", b))
+        XCTAssertEqual(b.connections, 1)
+        _ = try await transport.send(Self.pinned("a.invalid", a))
+        XCTAssertEqual(a.connections, 2)
+        XCTAssertEqual(transport.connectionCounts.open, 2)
+        XCTAssertEqual(Self.requests(a) + Self.requests(b) + Self.requests(c), 5)
+    }
+
+    func testBudgetIsHeldWhileEveryConnectionIsBusyAndWaitingRequestsAllSucceed() async throws {
+        let body = Array("slow".utf8)
+        // Each answer trickles for about 0.3 s, then the connection is closed (connection: close).
+        let slow = try await server(.trickle(RawTCPServer.responseHead(contentLength: body.count) + body, interval: 0.004))
+        let transport = transport { $0.maximumConnections = 2 }
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for n in 0..<6 {
+                group.addTask { try await transport.send(Self.pinned("h\(n).invalid", slow)).status }
+            }
+            var most = 0
+            var sawWaiting = false
+            while slow.connections < 6 || transport.connectionCounts.open > 0 {
+                let counts = transport.connectionCounts
+                most = max(most, counts.open)
+                sawWaiting = sawWaiting || counts.waiting > 0
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            XCTAssertLessThanOrEqual(most, 2, "more connections than the budget")
+            XCTAssertTrue(sawWaiting, "no request ever waited for a place")
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        XCTAssertEqual(statuses, Array(repeating: 200, count: 6))
+        XCTAssertEqual(slow.connections, 6)
+    }
+
+    func testReceiverThatDropsAnIdleConnectionAsTheRequestComesDoesNotFailIt() async throws {
+        // Answers once per connection with keep-alive, then closes it on the next request
+        // unanswered: the pooled connection is stale just as it is reused.
+        let server = try await server(.respondOnceThenCloseOnNext(RawTCPServer.keepAliveResponse))
+        let transport = transport()
+        for _ in 0..<3 {
+            let response = try await transport.send(Self.pinned("idle-closer.invalid", server))
+            XCTAssertEqual(response.status, 200)
+        }
+        XCTAssertEqual(server.connections, 3, "each stale connection replaced by a new one")
+        XCTAssertEqual(Self.requests(server), 5, "3 answered, 2 on stale connections sent again")
+    }
+
+    func testARequestThatWasAnsweredIsNeverSentAgain() async throws {
+        // A reused connection whose server answers 503 and then closes: the answer stands.
+        let head = Array("HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n".utf8)
+        let server = try await server(.respondEach(head))
+        let transport = transport()
+        for _ in 0..<2 {
+            let response = try await transport.send(Self.pinned("busy.invalid", server))
+            XCTAssertEqual(response.status, 503)
+        }
+        XCTAssertEqual(Self.requests(server), 2)
+    }
+
+    func testReceiverThatClosesIdleConnectionsAtOnceDoesNotFailTheNextRequest() async throws {
+        let server = try await server(.respondThenClose(RawTCPServer.keepAliveResponse))
+        let transport = transport()
+        _ = try await transport.send(Self.pinned("closer.invalid", server))
+        // The close is seen while the connection is idle: it leaves the pool.
+        let dropped = await eventually { transport.connectionCounts.open == 0 }
+        XCTAssertTrue(dropped, "a connection its server closed stayed in the pool")
+        let response = try await transport.send(Self.pinned("closer.invalid", server))
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(server.connections, 2)
+        XCTAssertEqual(Self.requests(server), 2, "no request was lost or sent twice")
+    }
+
+    func testIdleConnectionsAreClosedAfterTheIdleTimeout() async throws {
+        let server = try await server(.respondEach(RawTCPServer.keepAliveResponse))
+        let transport = transport { $0.idleTimeout = .milliseconds(300) }
+        _ = try await transport.send(Self.pinned("a.invalid", server))
+        XCTAssertEqual(transport.connectionCounts.open, 1)
+        let closed = await eventually(within: .seconds(5)) { transport.connectionCounts.open == 0 }
+        XCTAssertTrue(closed, "the idle connection outlived its timeout")
+    }
+
+    // MARK: TLS
+
+    func testTLSReceiverIsReachedByItsNameAtThePinnedAddressOverOneConnection() async throws {
+        let authority = try TestCertificateAuthority.make()
+        let receiver = try await TLSReceiver.start(authority: authority)
+        receivers.append(receiver)
+        let transport = transport { $0.tlsConfiguration = authority.clientConfiguration }
+        let url = "https://\(TestCertificateAuthority.serverName):\(receiver.port)/hook"
+        for _ in 0..<3 {
+            let response = try await transport.send(OutboundRequest(url: url, body: Array("{}".utf8), connectAddress: "127.0.0.1"))
+            XCTAssertEqual(response.status, 200)
+            XCTAssertEqual(response.bodyExcerpt, Array("secure".utf8))
+        }
+        XCTAssertEqual(receiver.connections, 1, "keep-alive over TLS")
+        XCTAssertEqual(receiver.requests, 3)
+    }
+
+    func testCertificateForAnotherNameIsATLSFailureAndNothingIsSent() async throws {
+        let authority = try TestCertificateAuthority.make()
+        let receiver = try await TLSReceiver.start(authority: authority)
+        receivers.append(receiver)
+        let transport = transport { $0.tlsConfiguration = authority.clientConfiguration }
+        // The address serves receiver.test's certificate; the URL names another host.
+        let request = OutboundRequest(url: "https://other.test:\(receiver.port)/hook", connectAddress: "127.0.0.1")
+        do {
+            let response = try await transport.send(request)
+            XCTFail("expected a TLS failure, got \(response.status)")
+        } catch let error as TransportError {
+            XCTAssertEqual(error.kind, .tlsFailure, "\(error)")
+        }
+        XCTAssertEqual(receiver.requests, 0)
+    }
+
+    func testCertificateOfAnUntrustedAuthorityIsATLSFailure() async throws {
+        let authority = try TestCertificateAuthority.make()
+        let receiver = try await TLSReceiver.start(authority: authority)
+        receivers.append(receiver)
+        // The system trust roots do not know the test CA.
+        let transport = transport()
+        let url = "https://\(TestCertificateAuthority.serverName):\(receiver.port)/hook"
+        do {
+            let response = try await transport.send(OutboundRequest(url: url, connectAddress: "127.0.0.1"))
+            XCTFail("expected a TLS failure, got \(response.status)")
+        } catch let error as TransportError {
+            XCTAssertEqual(error.kind, .tlsFailure, "\(error)")
+        }
+        XCTAssertEqual(receiver.requests, 0)
+    }
+}
