@@ -8,8 +8,8 @@ import Postgres
 ///
 /// Everything the loop does runs on its own serial `DispatchQueue`: machine events, the
 /// blocking libpq statements on the loop's own connection, and a Dispatch timer for the
-/// sleeps the machine asks for. Deliveries run as tasks on AsyncHTTPClient's event loops and
-/// never touch the connection: each drops its outcome in the loop's mailbox, and one queued
+/// sleeps the machine asks for. Deliveries run as tasks on the pooled transport's SwiftNIO
+/// event loops and never touch the connection: each drops its outcome in the loop's mailbox, and one queued
 /// block hands everything waiting there to the machine, so the busier the loop, the larger its
 /// `completeBatch` writes. No libpq call ever runs inside a Swift task.
 final class ClaimLoop: @unchecked Sendable {
