@@ -68,8 +68,10 @@ public enum SinkCertificateAuthority {
 
     /// Runs `arguments` with its output appended to `log`; returns the exit status.
     private static func run(_ arguments: [String], log: String) throws -> Int32 {
-        if !FileManager.default.fileExists(atPath: log) {
-            FileManager.default.createFile(atPath: log, contents: nil, attributes: [.posixPermissions: 0o600])
+        if !FileManager.default.fileExists(atPath: log),
+            !FileManager.default.createFile(atPath: log, contents: nil, attributes: [.posixPermissions: 0o600])
+        {
+            throw Failure(message: "cannot create \(log)")
         }
         let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         defer { try? output.close() }

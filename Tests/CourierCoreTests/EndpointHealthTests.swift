@@ -57,7 +57,8 @@ final class EndpointHealthTests: XCTestCase {
         )[0].decode(0)
     }
 
-    private func addEndpoint(path: String, ordered: Bool = false, maxAttempts: Int? = nil, extra: String = "") throws -> Int64 {
+    @discardableResult
+    private func addEndpoint(path: String, ordered: Bool = false) throws -> Int64 {
         try connection.query(
             """
             INSERT INTO courier.endpoints (tenant, url, event_types, queue, ordered)
