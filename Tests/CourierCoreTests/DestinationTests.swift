@@ -135,6 +135,22 @@ final class DestinationTests: XCTestCase {
         XCTAssertEqual(started, expected)
     }
 
+    func testAHostWhoseFirstJobWaitsForLaterStillGivesItsDueOnes() throws {
+        // The lane's first job in claim order (priority 0) is not due; the due one (priority 1)
+        // behind it is the host's head, and the host's place among hosts follows it.
+        let later = try connection.query(
+            "SELECT courier.enqueue(url => $1, payload => '{}', queue => $2, priority => 0, run_at => now() + interval '1 hour')",
+            ["https://\(host("waiting")):8443/later", queue])[0].decode(0, as: Int64.self)
+        let due = try connection.query(
+            "SELECT courier.enqueue(url => $1, payload => '{}', queue => $2, priority => 1)",
+            ["https://\(host("waiting")):8443/due", queue])[0].decode(0, as: Int64.self)
+        let other = try enqueue(1, host: "other")[0]
+        let store = JobStore(connection: connection, workerID: "w1")
+        let claimed = try store.claim(queues: [queue], limit: 10, lease: .seconds(60))
+        XCTAssertEqual(Set(claimed.map(\.id)), [due, other])
+        XCTAssertFalse(claimed.map(\.id).contains(later))
+    }
+
     func testEveryPathOutOfRunningFreesRoomAtTheHost() throws {
         try enqueue(12, host: "paths", maxAttempts: 1)
         let store = JobStore(connection: connection, workerID: "w1")

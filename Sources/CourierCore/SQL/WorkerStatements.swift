@@ -89,7 +89,10 @@ public enum WorkerStatements {
     ///    ones are dropped here, before any of their jobs is read: a paused queue's backlog at a
     ///    host, or one served by other workers, costs a claim one probe, not a walk through it.
     ///    `heads` finds each remaining lane's first due job in claim order (`priority, run_at,
-    ///    id`), and `firsts` each host's first over its lanes.
+    ///    id`), and `firsts` each host's first over its lanes. The skip scan's row is already
+    ///    the lane's first job in that order; when it is due (the usual case) it is the head, and
+    ///    only a lane whose first job waits for later takes a second probe for its first due one
+    ///    (with 1,000 hosts that halved the probes of a claim).
     /// 2. Hosts that cannot start anything now are left out, read without a lock: disabled,
     ///    breaker open with its probe not due, no rate tokens. (Whether a host is at its cap
     ///    is counted once, under the lock, by `claimBatch`.)
@@ -100,24 +103,27 @@ public enum WorkerStatements {
     /// Returns the lanes with due jobs at the locked hosts, as (host, queue) rows.
     public static let lockDestinations = Statement<(queues: [String]?, limit: Int)>("""
         WITH RECURSIVE lanes AS (
-            (SELECT j.host, j.queue FROM courier.jobs j
-             WHERE j.state IN ('pending', 'retrying') AND j.gate IS NULL ORDER BY j.host, j.queue LIMIT 1)
+            (SELECT j.host, j.queue, j.priority, j.run_at, j.id FROM courier.jobs j
+             WHERE j.state IN ('pending', 'retrying') AND j.gate IS NULL
+             ORDER BY j.host, j.queue, j.priority, j.run_at, j.id LIMIT 1)
             UNION ALL
-            SELECT n.host, n.queue
+            SELECT n.host, n.queue, n.priority, n.run_at, n.id
             FROM lanes l
             CROSS JOIN LATERAL (
-                SELECT j.host, j.queue FROM courier.jobs j
+                SELECT j.host, j.queue, j.priority, j.run_at, j.id FROM courier.jobs j
                 WHERE j.state IN ('pending', 'retrying') AND j.gate IS NULL AND (j.host, j.queue) > (l.host, l.queue)
-                ORDER BY j.host, j.queue LIMIT 1
+                ORDER BY j.host, j.queue, j.priority, j.run_at, j.id LIMIT 1
             ) n
         ),
         heads AS (
             SELECT l.host, l.queue, head.priority, head.run_at, head.id
             FROM lanes l
             CROSS JOIN LATERAL (
-                SELECT j.priority, j.run_at, j.id FROM courier.jobs j
-                WHERE j.host = l.host AND j.queue = l.queue AND \(dueOfLane)
-                LIMIT 1
+                SELECT l.priority, l.run_at, l.id WHERE l.run_at <= now()
+                UNION ALL
+                (SELECT j.priority, j.run_at, j.id FROM courier.jobs j
+                 WHERE l.run_at > now() AND j.host = l.host AND j.queue = l.queue AND \(dueOfLane)
+                 LIMIT 1)
             ) head
             WHERE \(openLane)
         ),
