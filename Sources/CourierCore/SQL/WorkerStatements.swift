@@ -98,7 +98,11 @@ public enum WorkerStatements {
     ///    is counted once, under the lock, by `claimBatch`.)
     /// 3. The others are locked with INSERT ... ON CONFLICT DO UPDATE, in host order, the order
     ///    every writer of destination rows locks in. A host held by another claimer is waited
-    ///    for: its claim commits before this one counts.
+    ///    for: its claim commits before this one counts. `claimed_at` is kept to the second: a
+    ///    row claimed within the last second is locked (the WHERE of DO UPDATE locks every
+    ///    conflicting row) but not written, so a busy host is not rewritten by every claim. The
+    ///    statement takes every lock before it ends, whether or not its rows are returned, so
+    ///    the hosts returned are simply the candidates.
     ///
     /// Returns the lanes with due jobs at the locked hosts, as (host, queue) rows.
     public static let lockDestinations = Statement<(queues: [String]?, limit: Int)>("""
@@ -149,11 +153,11 @@ public enum WorkerStatements {
             INSERT INTO courier.destinations AS d (host, claimed_at)
             SELECT c.host, now() FROM candidates c ORDER BY c.host
             ON CONFLICT (host) DO UPDATE SET claimed_at = now()
-            RETURNING d.host
+                WHERE d.claimed_at IS NULL OR d.claimed_at < now() - interval '1 second'
         )
         SELECT hd.host, hd.queue
         FROM (SELECT h.host, h.queue FROM heads h UNION SELECT g.host, g.queue FROM gate_heads g) hd
-        WHERE hd.host IN (SELECT l.host FROM locked l)
+        WHERE hd.host IN (SELECT c.host FROM candidates c)
         ORDER BY hd.host, hd.queue
         """, planning: .prepared) { [$0.queues.map { PostgresArray($0) }, $0.limit] }
 
