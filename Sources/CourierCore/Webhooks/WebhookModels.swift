@@ -186,12 +186,14 @@ public struct EndpointHealth: Sendable, Equatable {
         return parts.isEmpty ? "ok" : parts.joined(separator: "; ")
     }
 
-    /// When the endpoint disables itself: its own settings, or the workers' defaults.
+    /// When the endpoint disables itself: its own settings, or the workers' defaults
+    /// (``EndpointDisable/standard``).
     public func autoDisableSummary(duration: (Duration) -> String) -> String {
+        let standard = EndpointDisable.standard
         let window = disableAfter.map { $0 == .zero ? "never after failing" : "after failing for \(duration($0))" }
-            ?? "after failing for the workers' --endpoint-disable-after (5d by default)"
+            ?? "after failing for the workers' --endpoint-disable-after (\(duration(standard.window)) by default)"
         let dead = disableAfterDead.map { $0 == 0 ? "never for dead deliveries" : "after \($0) dead in a row" }
-            ?? "after the workers' --endpoint-disable-dead in a row (100 by default)"
+            ?? "after the workers' --endpoint-disable-dead in a row (\(standard.deadInARow) by default)"
         return "\(window); \(dead)"
     }
 }
