@@ -40,6 +40,8 @@ package struct BenchCommand: ParsableCommand {
                         the default set)
               fanout    like drain, the jobs spread over 1,000 host names of the
                         local sink (h1.localhost ... via the worker's --resolve)
+              bodies    300 jobs with 1 MiB bodies that do not compress, to one
+                        host: the worker's peak memory (its body budget)
               failing-host
                         jobs at --rate to 20 healthy hosts for --duration, first
                         alone, then with a host that answers 500 to everything:
@@ -75,6 +77,8 @@ package struct BenchCommand: ParsableCommand {
 
             Benchmark a release build:
               swift build -c release && .build/release/courier bench
+            COURIER_BENCH_WORKER=/path/to/other/courier runs that build's worker
+            under the same benchmark, to compare two builds.
 
             Examples:
               courier bench
@@ -88,7 +92,7 @@ package struct BenchCommand: ParsableCommand {
     @Option(name: .customLong("sink-url"), help: "Send every request to this URL, as given, instead of the built-in sink.")
     package var sinkURL: String?
     @Option(help: "Comma-separated scenarios.")
-    package var scenarios: String = "drain,drain-limit200,fanout,failing-host,latency,flaky,ceilings,inflight"
+    package var scenarios: String = "drain,drain-limit200,fanout,bodies,failing-host,latency,flaky,ceilings,inflight"
     @Option(help: "Jobs in drain, flaky and each ceiling.")
     package var jobs: Int = 50_000
     @Option(help: "Latency: jobs enqueued per second.")
@@ -110,7 +114,7 @@ package struct BenchCommand: ParsableCommand {
 
     package func validate() throws {
         let known: Set<String> = [
-            "drain", "drain-limit200", "tls", "fanout", "failing-host", "latency", "flaky", "ceilings", "inflight", "saturated",
+            "drain", "drain-limit200", "tls", "bodies", "fanout", "failing-host", "latency", "flaky", "ceilings", "inflight", "saturated",
             "scale", "soak", "scaleout", "web", "webhooks",
         ]
         for name in scenarioList where !known.contains(name) {
@@ -166,6 +170,7 @@ package struct BenchCommand: ParsableCommand {
             case "drain": results.append(try runner.drain(jobs: jobs))
             case "drain-limit200": results.append(try runner.drain(jobs: jobs, perHostLimit: 200))
             case "tls": results.append(try runner.tls(jobs: jobs))
+            case "bodies": results.append(try runner.bodies(count: 300))
             case "fanout":
                 guard sinkURL == nil else { say("fanout: skipped (needs the built-in sink)"); continue }
                 results.append(try runner.fanout(jobs: jobs, hosts: 1000))
@@ -347,6 +352,12 @@ package enum BenchGoals {
             checks.append(Check(
                 goal: "failing-host: healthy hosts' start p99 within 2x of the run without it",
                 measured: String(format: "%.2fx", ratio), met: ratio <= 2))
+        }
+        if let bodies = byName["bodies"], let rss = bodies.peakRSS {
+            let mb = Double(rss) / 1_048_576
+            checks.append(Check(
+                goal: "worker peak RSS <= 200 MB draining 300 jobs with 1 MiB bodies",
+                measured: String(format: "%.0f MB", mb), met: mb <= 200))
         }
         if let inflight = byName["inflight"], let rss = inflight.peakRSS {
             let mb = Double(rss) / 1_048_576

@@ -82,7 +82,10 @@ package final class WorkerProcess {
 
     package init(arguments: [String], logPath: String) throws {
         self.logPath = logPath
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        // COURIER_BENCH_WORKER runs another build's worker under the same benchmark (A/B).
+        let executable =
+            ProcessInfo.processInfo.environment["COURIER_BENCH_WORKER"]
+            ?? (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let pid = try Spawn.start([executable, "worker"] + arguments, outputPath: logPath, append: true)
         self.pid = pid
         cleanupKey = SignalCleanup.shared.add { kill(pid, SIGKILL) }

@@ -31,4 +31,11 @@ public enum Defaults {
 
     /// The time allowed for one request, response head and excerpt included: 30 s.
     public static let totalTimeout: Duration = .seconds(30)
+
+    /// Request bodies up to this size travel with the claim: 64 KiB. A larger body stays in
+    /// PostgreSQL until its delivery has room in the worker's body budget, then is read alone.
+    public static let inlineBodyBytes = 65_536
+
+    /// Bytes of larger request bodies one worker process holds at once: 64 MiB.
+    public static let bodyBudgetBytes = 64 * 1_048_576
 }

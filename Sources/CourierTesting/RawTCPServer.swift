@@ -25,6 +25,9 @@ public final class RawTCPServer: @unchecked Sendable {
         /// Sends `bytes`, then closes the connection at once whatever they announced: a
         /// receiver whose idle timeout is zero.
         case respondThenClose([UInt8])
+        /// Sends `bytes`, then reads nothing more: a receiver that answers a request before
+        /// its body is in (a 413, say) and leaves the rest unread.
+        case respondThenStopReading([UInt8])
     }
 
     private let channel: any Channel
@@ -133,6 +136,9 @@ private final class ScriptHandler: ChannelInboundHandler {
             break
         case .respond(let bytes):
             context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: nil)
+        case .respondThenStopReading(let bytes):
+            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: nil)
+            context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
         case .trickleBody(let head, let body, let interval):
             context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: head)), promise: nil)
             trickle(body, interval: interval, context: context)

@@ -18,6 +18,7 @@ final class ClaimLoop: @unchecked Sendable {
     private let configuration: WorkerConfiguration
     private let deliverer: any Deliverer
     private let limiter: InFlightLimiter
+    private let bodies: PendingBodies
     private let logger: Logger
     private let metrics: WorkerMetrics
     private let queue: DispatchQueue
@@ -41,13 +42,15 @@ final class ClaimLoop: @unchecked Sendable {
 
     init(
         index: Int, connect: @escaping @Sendable () throws -> PostgresConnection, configuration: WorkerConfiguration,
-        slots: Int, deliverer: any Deliverer, limiter: InFlightLimiter, logger: Logger, metrics: WorkerMetrics
+        slots: Int, deliverer: any Deliverer, limiter: InFlightLimiter, bodies: PendingBodies, logger: Logger,
+        metrics: WorkerMetrics
     ) {
         self.index = index
         self.connect = connect
         self.configuration = configuration
         self.deliverer = deliverer
         self.limiter = limiter
+        self.bodies = bodies
         var logger = logger
         logger[metadataKey: "worker.loop"] = "\(index)"
         self.logger = logger
@@ -270,12 +273,29 @@ final class ClaimLoop: @unchecked Sendable {
             }
             jobs[ref] = job
             startedRefs.append(ref)
-            tasks[ref] = Task { [deliverer, limiter, metrics, logger, weak self] in
+            tasks[ref] = Task { [deliverer, limiter, bodies, metrics, logger, weak self] in
+                // A body the claim left in PostgreSQL is read now, within the body budget; the
+                // loop's own copy of the job never holds it.
+                var sending = job
+                var holding = 0
+                var refused: Delivery?
+                if job.bodyPending {
+                    switch await bodies.prepare(job) {
+                    case .ready(let ready, let bytes): (sending, holding) = (ready, bytes)
+                    case .failed(let delivery): refused = delivery
+                    }
+                }
                 metrics.wireStarted()
                 let startedAt = Date()
-                let delivery = await deliverer.deliver(job)
+                let delivery: Delivery
+                if let refused {
+                    delivery = refused
+                } else {
+                    delivery = await deliverer.deliver(sending)
+                }
                 let finishedAt = Date()
                 metrics.wireEnded()
+                bodies.budget.release(holding)
                 limiter.release(queue: job.queue)
                 let transition = JobTransition.decide(
                     delivery, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule,

@@ -50,6 +50,11 @@ public struct WorkerConfiguration: Sendable {
     /// How much deleting one maintenance pass may do, and how soon the next pass runs while
     /// old jobs are left (default: batches of 5,000 for up to 1 s, again after 100 ms).
     public var retentionBudget = RetentionBudget()
+    /// Bytes of request bodies larger than `Defaults.inlineBodyBytes` this process holds at
+    /// once (default `Defaults.bodyBudgetBytes`, 64 MiB). Such a body stays in PostgreSQL
+    /// until its delivery has room here; one larger than the whole budget goes alone. Bodies up
+    /// to 64 KiB travel with the claim and are bounded by the slots (`concurrency` x 64 KiB).
+    public var bodyBudget: Int = Defaults.bodyBudgetBytes
     /// Time in-flight deliveries get to finish after a stop is asked (default 25 s).
     public var gracePeriod: Duration
     /// Time after the grace period during which a stopping loop keeps retrying to write
@@ -128,6 +133,7 @@ public struct WorkerConfiguration: Sendable {
             endpointDisable.window >= .zero, "endpointDisableAfter", "must not be negative", "\(endpointDisable.window)")
         try require(
             endpointDisable.deadInARow >= 0, "endpointDisableDead", "must not be negative", "\(endpointDisable.deadInARow)")
+        try require(bodyBudget >= 1, "bodyBudget", "must be at least 1 byte", "\(bodyBudget)")
         try require(gracePeriod >= .zero, "gracePeriod", "must not be negative", "\(gracePeriod)")
         try require(shutdownGiveUp >= .zero, "shutdownGiveUp", "must not be negative", "\(shutdownGiveUp)")
         try require(listenerPing > .zero, "listenerPing", "must be above 0", "\(listenerPing)")

@@ -22,6 +22,7 @@ public final class WorkerPool: @unchecked Sendable {
     private let configuration: WorkerConfiguration
     private let logger: Logger
     private let loops: [ClaimLoop]
+    private let bodies: PendingBodies
     private let metrics: WorkerMetrics
     private let connect: @Sendable (String) throws -> PostgresConnection
     private let secretsKey: SecretsKey?
@@ -55,13 +56,17 @@ public final class WorkerPool: @unchecked Sendable {
         }
         self.connect = connect
         let limiter = InFlightLimiter()
+        let bodies = PendingBodies(
+            budgetBytes: configuration.bodyBudget, workerID: configuration.workerID,
+            connect: { try connect("courier-worker-bodies") })
+        self.bodies = bodies
         let loopCount = min(configuration.loops, configuration.concurrency)
         loops = (0..<loopCount).map { index in
             // Split the slots evenly; the first loops take the remainder.
             let slots = configuration.concurrency / loopCount + (index < configuration.concurrency % loopCount ? 1 : 0)
             return ClaimLoop(
                 index: index, connect: { try connect("courier-worker") }, configuration: configuration, slots: slots,
-                deliverer: deliverer, limiter: limiter, logger: logger, metrics: metrics)
+                deliverer: deliverer, limiter: limiter, bodies: bodies, logger: logger, metrics: metrics)
         }
     }
 
@@ -122,6 +127,7 @@ public final class WorkerPool: @unchecked Sendable {
         loops.forEach { $0.waitUntilDone() }
         maintenanceQueue.sync { finishMaintenance() }
         helpersDone.wait()
+        bodies.close()
         logger.info("worker stopped", metadata: ["worker.id": "\(configuration.workerID)"])
     }
 

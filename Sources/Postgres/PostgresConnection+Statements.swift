@@ -27,18 +27,29 @@ extension PostgresConnection {
         preparedStatements[sql] = name
     }
 
+    /// The form in which the server sends result values.
+    public enum ResultFormat: Int32, Sendable {
+        /// Each type's text form, which `PostgresRow.decode` reads (the default).
+        case text = 0
+        /// Each type's binary form, read with `PostgresRow.rawBytes`: for `bytea`, the bytes
+        /// themselves instead of twice as many hex digits.
+        case binary = 1
+    }
+
     /// Runs a statement prepared with `prepare(name:sql:)`.
     @discardableResult
-    public func queryPrepared(name: String, _ parameters: [any PostgresEncodable] = []) throws -> PostgresResult {
+    public func queryPrepared(
+        name: String, _ parameters: [any PostgresEncodable] = [], resultFormat: ResultFormat = .text
+    ) throws -> PostgresResult {
         try run(
             blocking: { conn in
                 withParameters(parameters) { count, values, lengths, formats in
-                    PQexecPrepared(conn, name, count, values, lengths, formats, 0)
+                    PQexecPrepared(conn, name, count, values, lengths, formats, resultFormat.rawValue)
                 }
             },
             send: { conn in
                 withParameters(parameters) { count, values, lengths, formats in
-                    PQsendQueryPrepared(conn, name, count, values, lengths, formats, 0)
+                    PQsendQueryPrepared(conn, name, count, values, lengths, formats, resultFormat.rawValue)
                 }
             })
     }
@@ -47,7 +58,9 @@ extension PostgresConnection {
     ///
     /// Hot statements (claim, complete) use this so the server plans them once per connection.
     @discardableResult
-    public func queryCached(_ sql: String, _ parameters: [any PostgresEncodable] = []) throws -> PostgresResult {
+    public func queryCached(
+        _ sql: String, _ parameters: [any PostgresEncodable] = [], resultFormat: ResultFormat = .text
+    ) throws -> PostgresResult {
         let name: String
         if let existing = preparedStatements[sql] {
             name = existing
@@ -55,7 +68,7 @@ extension PostgresConnection {
             name = "courier_s\(preparedStatements.count + 1)"
             try prepare(name: name, sql: sql)
         }
-        return try queryPrepared(name: name, parameters)
+        return try queryPrepared(name: name, parameters, resultFormat: resultFormat)
     }
 
     /// Runs fixed SQL text that may hold several statements (`PQexec`); no parameters.

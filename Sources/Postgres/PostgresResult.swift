@@ -90,6 +90,13 @@ public struct PostgresRow: Sendable {
         return try decode(column, as: T.self)
     }
 
+    /// The value's bytes exactly as the server sent them, copied once; nil for NULL. With
+    /// `ResultFormat.binary` a `bytea` value is its bytes.
+    public func rawBytes(_ column: Int) -> [UInt8]? {
+        guard column >= 0, column < result.columns.count else { return nil }
+        return result.withBytes(row: index, column: column) { Array($0) }
+    }
+
     /// Decodes a non-null column by name.
     public func decode<T: PostgresDecodable>(_ name: String, as type: T.Type = T.self) throws -> T {
         try decode(try column(named: name), as: T.self)

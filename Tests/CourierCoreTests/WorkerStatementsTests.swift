@@ -20,7 +20,7 @@ final class WorkerStatementsTests: XCTestCase {
     func testEveryWorkerStatementPrepares() throws {
         let statements = [
             WorkerStatements.lockDestinations.sql, WorkerStatements.claimBatch.sql, WorkerStatements.completeBatch.sql,
-            WorkerStatements.heartbeat.sql,
+            WorkerStatements.heartbeat.sql, WorkerStatements.loadBody.sql,
             WorkerStatements.release.sql, WorkerStatements.tryMaintenanceLock.sql, WorkerStatements.rescueExpired.sql,
             WorkerStatements.deleteExpiredFinished.sql,
         ]
@@ -39,6 +39,42 @@ final class WorkerStatementsTests: XCTestCase {
 
     private func state(_ id: Int64) throws -> String {
         try connection.query("SELECT state::text FROM courier.jobs WHERE id = $1", [id])[0].decode(0)
+    }
+
+    func testAClaimCarriesBodiesUpTo64KiBAndLeavesLargerOnesForLoadBody() throws {
+        let sizes = [0, 10, Defaults.inlineBodyBytes, Defaults.inlineBodyBytes + 1, 1_048_576]
+        var bodies: [Int64: [UInt8]] = [:]
+        for size in sizes {
+            let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ size) }
+            let id: Int64 = try connection.query(
+                "SELECT courier.enqueue_raw(url => 'http://127.0.0.1:9/b', body => $1, queue => $2)",
+                [size == 0 ? nil : body as [UInt8]?, queue])[0].decode(0)
+            bodies[id] = size == 0 ? nil : body
+        }
+        let store = JobStore(connection: connection, workerID: "w-bodies")
+        let claimed = try store.claim(queues: [queue], limit: 10, lease: .seconds(30))
+        XCTAssertEqual(claimed.count, sizes.count)
+        for job in claimed {
+            let expected = bodies[job.id] ?? nil
+            XCTAssertEqual(job.bodySize, expected?.count ?? 0)
+            if job.bodySize > Defaults.inlineBodyBytes {
+                XCTAssertNil(job.body, "a body over 64 KiB stays in PostgreSQL until loaded")
+                XCTAssertTrue(job.bodyPending)
+                XCTAssertEqual(try store.loadBody(of: job), expected)
+            } else {
+                XCTAssertEqual(job.body, expected)
+                XCTAssertFalse(job.bodyPending)
+            }
+        }
+        // Only the worker holding the attempt may read it: another worker, an older attempt or
+        // a job no longer running gets nothing.
+        let large = try XCTUnwrap(claimed.first { $0.bodyPending })
+        XCTAssertNil(try JobStore(connection: connection, workerID: "w-other").loadBody(of: large))
+        var older = large
+        older.attempt -= 1
+        XCTAssertNil(try store.loadBody(of: older))
+        try connection.query("UPDATE courier.jobs SET state = 'pending', locked_by = NULL, locked_until = NULL WHERE id = $1", [large.id])
+        XCTAssertNil(try store.loadBody(of: large))
     }
 
     func testClaimTakesDueJobsInPriorityOrderAndSetsTheLease() throws {

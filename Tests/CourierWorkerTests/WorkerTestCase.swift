@@ -2,6 +2,7 @@ import CourierSink
 import CourierTesting
 import CourierWorker
 import Foundation
+import Logging
 import XCTest
 
 #if canImport(Glibc)
@@ -38,6 +39,26 @@ class WorkerTestCase: XCTestCase {
         try process.run()
         processes.append(process)
         return (process, errors)
+    }
+
+    /// Starts an in-process worker on this test's queue (private targets allowed, 16 slots,
+    /// polling every 100 ms, 10 s per request), with `change` applied to its configuration.
+    @discardableResult
+    func startPool(_ change: (inout WorkerConfiguration) -> Void = { _ in }) throws -> WorkerPool {
+        var http = HTTPDelivererConfiguration()
+        http.allowPrivateTargets = true
+        http.totalTimeout = .seconds(10)
+        var logger = Logger(label: "test.worker")
+        logger.logLevel = .warning
+        let deliverer = HTTPDeliverer(configuration: http, logger: logger)
+        deliverers.append(deliverer)
+        var configuration = WorkerConfiguration(
+            workerID: "test-\(queue!)", queues: [queue], concurrency: 16, pollInterval: .milliseconds(100))
+        change(&configuration)
+        let pool = WorkerPool(databaseURL: url, configuration: configuration, deliverer: deliverer, logger: logger)
+        try pool.start()
+        pools.append(pool)
+        return pool
     }
 
     /// The command that runs `pg_ctl` for the test cluster (`COURIER_TEST_PGCTL`, exported by

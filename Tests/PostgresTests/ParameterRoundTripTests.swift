@@ -14,6 +14,20 @@ final class ParameterRoundTripTests: XCTestCase {
         connection?.close()
     }
 
+    func testBinaryResultsCarryByteaAsItsBytes() throws {
+        let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) } + [0, 0x5c, 0x78]
+        let sql = "SELECT $1::bytea, NULL::bytea, ''::bytea"
+        let binary = try connection.queryCached(sql, [bytes], resultFormat: .binary)[0]
+        XCTAssertEqual(binary.rawBytes(0), bytes)
+        XCTAssertNil(binary.rawBytes(1))
+        XCTAssertEqual(binary.rawBytes(2), [])
+        XCTAssertNil(binary.rawBytes(9), "no such column")
+        // The same prepared statement still answers in text form when asked so.
+        let text = try connection.queryCached(sql, [bytes])[0]
+        XCTAssertEqual(try text.decode(0, as: [UInt8].self), bytes)
+        XCTAssertEqual(text.rawBytes(0)?.prefix(2), Array("\\x".utf8)[...])
+    }
+
     func testNullBindsAndDecodesAsNil() throws {
         let row = try connection.query("SELECT $1::text, $2::bigint", [String?.none, Int?.none])[0]
         XCTAssertNil(try row.decode(0, as: String?.self))

@@ -1,3 +1,4 @@
+import CourierSink
 import CourierTesting
 import Foundation
 import NIOSSL
@@ -170,7 +171,59 @@ final class PooledHTTPTransportTests: XCTestCase {
         XCTAssertTrue(closed, "the idle connection outlived its timeout")
     }
 
+    // MARK: Large bodies
+
+    func testOneMebibyteBodiesArriveWholeOnOneKeptConnection() async throws {
+        let received = ResultBox<[UInt8]>()
+        let sink = try await HTTPSink.start { request in
+            received.set(.success(request.body))
+            return .respond(status: 200)
+        }
+        let transport = transport()
+        for n in 0..<3 {
+            let body = (0..<1_048_576).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ n) }
+            let response = try await transport.send(
+                OutboundRequest(url: sink.baseURL + "/big", body: body, connectAddress: "127.0.0.1"))
+            XCTAssertEqual(response.status, 200)
+            XCTAssertTrue(try received.get() == body, "request \(n): the body arrived changed")
+        }
+        XCTAssertEqual(transport.connectionCounts.open, 1, "the connection is kept after whole bodies")
+        await sink.shutdown()
+    }
+
+    func testAReceiverThatAnswersBeforeTheBodyIsInIsHeardAndItsConnectionNotReused() async throws {
+        // The server answers as soon as the first bytes arrive and reads nothing more, so most
+        // of a 32 MiB body can never go out: the answer counts, and the connection, whose
+        // request was cut short, is closed rather than kept for the next one.
+        let server = try await server(
+            .respondThenStopReading(Array("HTTP/1.1 413 Payload Too Large\r\ncontent-length: 0\r\n\r\n".utf8)))
+        let transport = transport()
+        let body = [UInt8](repeating: 0x61, count: 32 * 1_048_576)
+        for _ in 0..<2 {
+            let response = try await transport.send(
+                OutboundRequest(url: "http://early.invalid:\(server.port)/hook", body: body, connectAddress: "127.0.0.1"))
+            XCTAssertEqual(response.status, 413)
+        }
+        XCTAssertEqual(server.connections, 2)
+        XCTAssertLessThan(server.bytesReceived, 32 * 1_048_576, "the server stopped reading; the body cannot all be in")
+    }
+
     // MARK: TLS
+
+    func testALargeBodyGoesWholeOverTLS() async throws {
+        let authority = try TestCertificateAuthority.make()
+        let receiver = try await TLSReceiver.start(authority: authority)
+        receivers.append(receiver)
+        let transport = transport { $0.tlsConfiguration = authority.clientConfiguration }
+        let url = "https://\(TestCertificateAuthority.serverName):\(receiver.port)/hook"
+        let body = [UInt8](repeating: 0x7a, count: 1_048_576)
+        for _ in 0..<2 {
+            let response = try await transport.send(OutboundRequest(url: url, body: body, connectAddress: "127.0.0.1"))
+            XCTAssertEqual(response.status, 200)
+        }
+        XCTAssertEqual(receiver.bodyBytes, 2 * 1_048_576)
+        XCTAssertEqual(receiver.connections, 1)
+    }
 
     func testTLSReceiverIsReachedByItsNameAtThePinnedAddressOverOneConnection() async throws {
         let authority = try TestCertificateAuthority.make()

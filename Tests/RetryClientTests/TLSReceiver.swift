@@ -65,6 +65,7 @@ final class TLSReceiver: @unchecked Sendable {
     // Guarded by `lock`.
     private var accepted = 0
     private var requestCount = 0
+    private var bodyByteCount = 0
 
     let port: Int
 
@@ -85,7 +86,9 @@ final class TLSReceiver: @unchecked Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(SecureAnswer { box.receiver?.count(connection: false) })
+                    try channel.pipeline.syncOperations.addHandler(
+                        SecureAnswer(counted: { box.receiver?.count(connection: false) },
+                                     bytes: { box.receiver?.count(bodyBytes: $0) }))
                 }
             }
             .bind(host: "127.0.0.1", port: 0)
@@ -97,6 +100,10 @@ final class TLSReceiver: @unchecked Sendable {
 
     var connections: Int { lock.withLock { accepted } }
     var requests: Int { lock.withLock { requestCount } }
+    /// Request body bytes received, over all requests.
+    var bodyBytes: Int { lock.withLock { bodyByteCount } }
+
+    fileprivate func count(bodyBytes: Int) { lock.withLock { bodyByteCount += bodyBytes } }
 
     fileprivate func count(connection: Bool) {
         lock.withLock {
@@ -123,13 +130,17 @@ private final class SecureAnswer: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let counted: () -> Void
+    private let bytes: (Int) -> Void
 
-    init(counted: @escaping () -> Void) {
+    init(counted: @escaping () -> Void, bytes: @escaping (Int) -> Void) {
         self.counted = counted
+        self.bytes = bytes
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .end = unwrapInboundIn(data) else { return }
+        let part = unwrapInboundIn(data)
+        if case .body(let chunk) = part { bytes(chunk.readableBytes) }
+        guard case .end = part else { return }
         counted()
         var headers = HTTPHeaders()
         headers.add(name: "content-length", value: "6")

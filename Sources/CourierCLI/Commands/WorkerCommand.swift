@@ -74,6 +74,11 @@ struct WorkerCommand: ParsableCommand {
         help: "Disable a webhook endpoint after this many deliveries in a row went dead, where it sets nothing itself; 0 never (default 100).")
     var endpointDisableDead: Int?
 
+    @Option(
+        name: .customLong("body-budget"),
+        help: "Bytes of request bodies over 64 KiB held at once; larger bodies wait in PostgreSQL for room, e.g. 64MiB (default 64MiB).")
+    var bodyBudget: String?
+
     @Option(name: .customLong("request-timeout"), help: "Total timeout of one request (default 30s).")
     var requestTimeout: String?
 
@@ -175,6 +180,13 @@ struct WorkerCommand: ParsableCommand {
         }
         if let v = try integer(endpointDisableDead, "ENDPOINT_DISABLE_DEAD", "endpoint-disable-dead", minimum: 0) {
             config.endpointDisable.deadInARow = v
+        }
+        if let text = value(bodyBudget, "BODY_BUDGET") {
+            guard let bytes = ByteSizeParser.bytes(text), bytes >= 1 else {
+                throw CLIError.usage(
+                    "\(bodyBudget == nil ? "COURIER_BODY_BUDGET" : "--body-budget"): \(text.debugDescription) is not a size (e.g. 64MiB, 512KiB, 1048576)")
+            }
+            config.bodyBudget = bytes
         }
         do {
             try config.validate()

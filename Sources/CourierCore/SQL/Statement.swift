@@ -63,6 +63,14 @@ extension PostgresConnection {
         }
     }
 
+    /// Runs prepared `statement` with the values sent in binary form, for `PostgresRow.rawBytes`
+    /// (a large `bytea` then travels as its bytes, not as hex).
+    public func runBinary<Parameters>(_ statement: Statement<Parameters>, _ parameters: Parameters) throws
+        -> PostgresResult
+    {
+        try queryCached(statement.sql, statement.arguments(parameters), resultFormat: .binary)
+    }
+
     /// Runs a statement without parameters.
     @discardableResult
     public func run(_ statement: Statement<Void>) throws -> PostgresResult {

@@ -339,10 +339,15 @@ public enum WorkerStatements {
     /// secret and cap, the host, postponements so far, what a 410 does there, the queue's
     /// OAuth2 client credentials (token URL, client id, secret, scope, audience), and for a
     /// webhook delivery its endpoint and that endpoint's valid sealed secrets (hex, newest first,
-    /// space-separated; plain jobs skip the lookup).
+    /// space-separated; plain jobs skip the lookup), and last the body's size. A body larger
+    /// than `Defaults.inlineBodyBytes` comes back NULL: the worker reads it with `loadBody` when
+    /// its delivery has room in the body budget (`octet_length` reads the stored size, not the
+    /// value).
     static let claimedColumns = """
 
-        RETURNING j.id, j.queue, j.method, j.url, j.headers::text, j.body, j.attempt, j.max_attempts,
+        RETURNING j.id, j.queue, j.method, j.url, j.headers::text,
+            CASE WHEN octet_length(j.body) <= \(Defaults.inlineBodyBytes) THEN j.body END AS body,
+            j.attempt, j.max_attempts,
             (SELECT array_agg(extract(epoch FROM s.delay)::float8 ORDER BY s.n)
              FROM unnest(coalesce(j.retry_schedule, q.retry_schedule)) WITH ORDINALITY AS s(delay, n))
                 AS schedule_seconds,
@@ -355,8 +360,15 @@ public enum WorkerStatements {
                  FROM courier.endpoint_secrets s
                  WHERE s.endpoint_id = j.endpoint_id AND (s.expires_at IS NULL OR s.expires_at > now()))
             END AS sealed_secrets,
-            j.traceparent
+            j.traceparent, coalesce(octet_length(j.body), 0) AS body_size
         """
+
+    /// The body of running job `$1`, attempt `$2`, while worker `$3` holds it: no row once the
+    /// lease was lost (the job was rescued, cancelled or deleted).
+    public static let loadBody = Statement<(id: Int64, attempt: Int, workerID: String)>("""
+        SELECT body FROM courier.jobs
+        WHERE id = $1 AND attempt = $2 AND locked_by = $3 AND state = 'running'
+        """, planning: .prepared) { [$0.id, $0.attempt, $0.workerID] }
 
     /// The ids `claimBatch` would take (`$1` queues or NULL, `$2` limit), without locking
     /// them: the fallback when the batch statement failed on some row's data, so each

@@ -142,7 +142,18 @@ public struct JobStore {
             oauth: try decodeOAuth(row, from: 14),
             endpointID: try row.decode(19),
             sealedEndpointSecrets: try decodeSealedSecrets(row.decode(20)),
-            traceparent: try row.decode(21))
+            traceparent: try row.decode(21),
+            bodySize: try row.decode(22))
+    }
+
+    /// Reads the body a claim left in PostgreSQL (``ClaimedJob/bodyPending``): nil when the
+    /// job is no longer this worker's running attempt, so there is nothing to deliver.
+    public func loadBody(of job: ClaimedJob) throws -> [UInt8]? {
+        // Binary results: the body comes as its bytes, not as hex twice its size.
+        let result = try connection.runBinary(
+            WorkerStatements.loadBody, (id: job.id, attempt: job.attempt, workerID: workerID))
+        guard result.rowCount == 1 else { return nil }
+        return result[0].rawBytes(0) ?? []
     }
 
     /// The sealed secrets column: hex values separated by spaces, newest first.

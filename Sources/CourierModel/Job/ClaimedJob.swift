@@ -13,8 +13,11 @@ public struct ClaimedJob: Sendable, Equatable {
     public var url: String
     /// Request headers in the order stored.
     public var headers: [(String, String)]
-    /// Request body, if any.
+    /// Request body, if any; nil also while a body larger than ``Defaults/inlineBodyBytes``
+    /// has not been read yet (``bodyPending``).
     public var body: [UInt8]?
+    /// The body's size in bytes as stored (0 for none).
+    public var bodySize: Int
     /// This attempt's number (1 for the first).
     public var attempt: Int
     /// Attempts allowed.
@@ -50,7 +53,8 @@ public struct ClaimedJob: Sendable, Equatable {
         id: Int64, queue: String, method: String, url: String, headers: [(String, String)], body: [UInt8]?,
         attempt: Int, maxAttempts: Int, schedule: RetrySchedule, signingSecret: String?, queueMaxInFlight: Int?,
         postponements: Int = 0, host: String? = nil, parkOnGone: Bool = true, oauth: OAuth2ClientCredentials? = nil,
-        endpointID: Int64? = nil, sealedEndpointSecrets: [[UInt8]] = [], traceparent: String? = nil
+        endpointID: Int64? = nil, sealedEndpointSecrets: [[UInt8]] = [], traceparent: String? = nil,
+        bodySize: Int? = nil
     ) {
         self.id = id
         self.queue = queue
@@ -58,6 +62,7 @@ public struct ClaimedJob: Sendable, Equatable {
         self.url = url
         self.headers = headers
         self.body = body
+        self.bodySize = bodySize ?? body?.count ?? 0
         self.attempt = attempt
         self.maxAttempts = maxAttempts
         self.schedule = schedule
@@ -71,6 +76,10 @@ public struct ClaimedJob: Sendable, Equatable {
         self.traceparent = traceparent
         self.host = host ?? URLComponents(string: url)?.host?.lowercased() ?? ""
     }
+
+    /// True when the claim left the body in PostgreSQL (it is larger than
+    /// ``Defaults/inlineBodyBytes``): the worker reads it just before the delivery.
+    public var bodyPending: Bool { body == nil && bodySize > 0 }
 
     public static func == (lhs: ClaimedJob, rhs: ClaimedJob) -> Bool {
         lhs.id == rhs.id && lhs.attempt == rhs.attempt

@@ -140,7 +140,7 @@ public final class PooledHTTPTransport: HTTPTransport {
             secure: target.scheme == "https", host: target.host.lowercased(), port: target.port,
             address: request.connectAddress)
         let head = Self.head(of: request, host: target.host, port: target.port, secure: key.secure)
-        let body = request.body.map { ByteBuffer(bytes: $0) }
+        let body = request.body
         let timeout = request.timeout ?? configuration.totalTimeout
         let limit = configuration.maximumExcerptBytes
         let connectTimeout = configuration.connectTimeout
@@ -185,7 +185,7 @@ public final class PooledHTTPTransport: HTTPTransport {
 
     /// Sends `head` and `body` on `connection`; cancelling the task closes the connection.
     private static func exchange(
-        on connection: PooledConnection, head: HTTPRequestHead, body: ByteBuffer?, limit: Int
+        on connection: PooledConnection, head: HTTPRequestHead, body: [UInt8]?, limit: Int
     ) async throws -> HTTPExchangeResult {
         let promise = connection.channel.eventLoop.makePromise(of: HTTPExchangeResult.self)
         return try await withTaskCancellationHandler {

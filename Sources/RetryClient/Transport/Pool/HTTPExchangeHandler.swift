@@ -4,7 +4,9 @@ import NIOHTTP1
 /// One request to write on a pooled connection, and the promise of what came back.
 struct HTTPExchange: Sendable {
     var head: HTTPRequestHead
-    var body: ByteBuffer?
+    /// The body as the request holds it: written in slices of ``HTTPExchangeHandler/sliceBytes``
+    /// as the connection takes them, never copied whole.
+    var body: [UInt8]?
     /// Most body bytes kept; reading stops there and the connection is closed.
     var excerptLimit: Int
     var promise: EventLoopPromise<HTTPExchangeResult>
@@ -33,6 +35,10 @@ struct HTTPExchangeFailure: Error {
 /// It never buffers more than the excerpt: past the limit it completes the promise and closes
 /// the connection rather than draining the body. A connection closed, reset or failing while
 /// an exchange runs fails it; bytes arriving with no exchange running close the connection.
+///
+/// A request body goes out in slices while the channel is writable, the next ones when it is
+/// writable again, so a 1 MiB body costs one slice of buffer, not a second copy of itself. A
+/// response that ends before the body was all sent leaves the connection closed.
 final class HTTPExchangeHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundIn = HTTPExchange
@@ -47,6 +53,11 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
     }
 
     private var running: Running?
+    /// The body still being written, with the promise of the request's end.
+    private var sending: (body: [UInt8], offset: Int, end: EventLoopPromise<Void>?)?
+
+    /// Bytes of a body written at a time: 64 KiB.
+    static let sliceBytes = 65_536
 
     init() {}
 
@@ -60,10 +71,34 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
         }
         running = Running(exchange: exchange, requestKeepAlive: exchange.head.isKeepAlive)
         context.write(wrapOutboundOut(.head(exchange.head)), promise: nil)
-        if let body = exchange.body, body.readableBytes > 0 {
-            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        sending = (exchange.body ?? [], 0, promise)
+        writeBody(context: context, flush: false)
+    }
+
+    /// Writes slices of the body while the channel is writable, then the request's end.
+    private func writeBody(context: ChannelHandlerContext, flush: Bool) {
+        guard var current = sending else { return }
+        sending = nil
+        var wrote = false
+        while current.offset < current.body.count {
+            if wrote && !context.channel.isWritable {
+                sending = current
+                context.flush()
+                return
+            }
+            let end = min(current.offset + Self.sliceBytes, current.body.count)
+            let slice = context.channel.allocator.buffer(bytes: current.body[current.offset..<end])
+            current.offset = end
+            context.write(wrapOutboundOut(.body(.byteBuffer(slice))), promise: nil)
+            wrote = true
         }
-        context.write(wrapOutboundOut(.end(nil)), promise: promise)
+        context.write(wrapOutboundOut(.end(nil)), promise: current.end)
+        if flush || wrote { context.flush() }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, sending != nil { writeBody(context: context, flush: true) }
+        context.fireChannelWritabilityChanged()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -85,6 +120,7 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
                 current.truncated = true
                 running = nil
                 finish(current, reusable: false)
+                dropSending()
                 context.close(promise: nil)
                 return
             }
@@ -92,8 +128,12 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
             running = current
         case .end:
             running = nil
-            let reusable = current.requestKeepAlive && (current.head?.isKeepAlive ?? false)
+            // A body not all sent leaves the request unfinished on this connection.
+            let bodySent = sending == nil
+            let reusable = bodySent && current.requestKeepAlive && (current.head?.isKeepAlive ?? false)
+            // The answer first: failing the unsent body's promise must not fail the exchange.
             finish(current, reusable: reusable)
+            dropSending()
             if !reusable { context.close(promise: nil) }
         }
     }
@@ -118,7 +158,16 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
             HTTPExchangeResult(head: head, excerpt: current.excerpt, truncated: current.truncated, reusable: reusable))
     }
 
+    /// Stops writing a body whose answer came before it was all sent (the connection is then
+    /// closed).
+    private func dropSending() {
+        sending?.end?.fail(ChannelError.outputClosed)
+        sending = nil
+    }
+
     private func fail(_ error: any Error) {
+        sending?.end?.fail(error)
+        sending = nil
         guard let current = running else { return }
         running = nil
         current.exchange.promise.fail(HTTPExchangeFailure(underlying: error, responseStarted: current.head != nil))
