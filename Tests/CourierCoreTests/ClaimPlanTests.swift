@@ -87,6 +87,54 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
         XCTAssertNil(plan["JIT"], "the host lookup was compiled: \(plan["JIT"] ?? "")")
     }
 
+    /// Writing a batch of outcomes finds each job by its primary key. The statistics were taken
+    /// when no job ran; now 2,100 run, 100 of them this worker's. Trusting the statistics, the
+    /// planner walked every running job as the outer side of a nested loop over the batch
+    /// (2,100 x 100 rows): the cost of a batch grew with the work of every other worker.
+    func testWritingOutcomesReadsOnlyTheirJobs() throws {
+        try connection.simpleQuery(
+            """
+            INSERT INTO courier.jobs (queue, url) SELECT 'live', 'https://busy.example/' || i FROM generate_series(1, 2100) AS i;
+            ANALYZE courier.jobs;
+            """)
+        _ = try JobStore(connection: connection, workerID: "others").claim(
+            queues: ["live"], limit: 2000, lease: .seconds(60), perHostLimit: 10_000)
+        let mine = try JobStore(connection: connection, workerID: "w").claim(
+            queues: ["live"], limit: 100, lease: .seconds(60), perHostLimit: 10_000)
+        XCTAssertEqual(mine.count, 100)
+        let now = Date()
+        let records = mine.map {
+            AttemptRecord(
+                jobID: $0.id, attempt: $0.attempt, transition: .succeed, delivery: .delivered(), startedAt: now,
+                finishedAt: now, host: $0.host)
+        }
+        // The plan the worker runs after a few batches: the prepared statement's generic one.
+        let statement = WorkerStatements.completeBatch
+        let literals = statement.arguments((records: records, workerID: "w", endpointDisable: .standard)).map {
+            switch $0.postgresValue {
+            case .null: return "NULL"
+            case .text(let text): return "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+            case .bytes: return "NULL"
+            }
+        }
+        var plan: [String: Any] = [:]
+        do {
+            try connection.transaction { connection in
+                try connection.simpleQuery("SET LOCAL plan_cache_mode = force_generic_plan")
+                try connection.simpleQuery("PREPARE outcomes AS " + statement.sql)
+                let text: String = try connection.query(
+                    "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE outcomes(\(literals.joined(separator: ", ")))"
+                )[0].decode(0)
+                let parsed = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]]
+                plan = parsed?.first ?? [:]
+                throw RollBack()
+            }
+        } catch is RollBack {}
+        try connection.simpleQuery("DEALLOCATE outcomes")
+        XCTAssertLessThanOrEqual(mostRows(plan: plan), 300, "writing 100 outcomes handled \(mostRows(plan: plan)) rows")
+        XCTAssertGreaterThanOrEqual(mostRows(plan: plan), 100)
+    }
+
     /// Another queue's backlog at the same host (a queue other workers serve) and a paused
     /// queue's (paused while its receiver is down) lie ahead of the live queue's jobs in claim
     /// order. A claim of the live queue must not read them, and a claim of every queue must not
