@@ -295,7 +295,7 @@ final class ClaimLoop: @unchecked Sendable {
                 }
                 let finishedAt = Date()
                 metrics.wireEnded()
-                bodies.budget.release(holding)
+                bodies.release(holding)
                 limiter.release(queue: job.queue)
                 let transition = JobTransition.decide(
                     delivery, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule,

@@ -20,6 +20,9 @@ public final class WorkerMetrics: @unchecked Sendable {
             "Finished jobs deleted by retention, counted by the worker that held the maintenance lock.",
         "courier_delivery_duration_seconds": "Time from sending a request to knowing its outcome.",
         "courier_deliveries_in_flight": "Requests on the wire now (from sending until the response or failure).",
+        "courier_body_budget_bytes_held":
+            "Bytes of request bodies over 64 KiB this worker holds now, within its --body-budget.",
+        "courier_body_budget_waiting": "Deliveries waiting for room in the body budget before their body is read.",
         "courier_queue_due_jobs": "Jobs due now, by queue (refreshed every maintenance pass).",
         "courier_queue_oldest_due_age_seconds": "Age of the oldest due job, by queue.",
         "courier_destinations_breaker_open": "Destinations whose circuit breaker is open or half-open.",
@@ -42,6 +45,9 @@ public final class WorkerMetrics: @unchecked Sendable {
     /// Requests on the wire now: a delivery counts from the moment it starts sending until its
     /// response (or failure) is known, not while its outcome waits to be written.
     let inFlight = Meter(label: "courier_deliveries_in_flight")
+    /// Bytes of large bodies held within the body budget, and deliveries waiting for room.
+    let bodyBytesHeld = Meter(label: "courier_body_budget_bytes_held")
+    let bodyWaiting = Meter(label: "courier_body_budget_waiting")
 
     private let lock = NSLock()
     private var written = 0

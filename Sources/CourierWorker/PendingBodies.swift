@@ -12,15 +12,20 @@ import Postgres
 /// queue, opened on first use: libpq calls block and never run inside a task), and gives the
 /// bytes back when the delivery ends.
 final class PendingBodies: @unchecked Sendable {
-    let budget: BodyBudget
+    private let budget: BodyBudget
+    private let metrics: WorkerMetrics
     private let connect: @Sendable () throws -> PostgresConnection
     private let workerID: String
     private let queue = DispatchQueue(label: "courier.bodies")
     // Only touched on `queue`.
     private var connection: PostgresConnection?
 
-    init(budgetBytes: Int, workerID: String, connect: @escaping @Sendable () throws -> PostgresConnection) {
+    init(
+        budgetBytes: Int, workerID: String, metrics: WorkerMetrics,
+        connect: @escaping @Sendable () throws -> PostgresConnection
+    ) {
         budget = BodyBudget(bytes: budgetBytes)
+        self.metrics = metrics
         self.workerID = workerID
         self.connect = connect
     }
@@ -33,18 +38,22 @@ final class PendingBodies: @unchecked Sendable {
     }
 
     /// Waits for room in the budget and reads `job`'s body. The caller gives the bytes held
-    /// back with `budget.release(_:)` when the delivery ends.
+    /// back with ``release(_:)`` when the delivery ends.
     func prepare(_ job: ClaimedJob) async -> Prepared {
         let bytes = job.bodySize
+        metrics.bodyWaiting.increment()
         do {
             try await budget.acquire(bytes)
+            metrics.bodyWaiting.decrement()
+            metrics.bodyBytesHeld.increment(by: Double(bytes))
         } catch {
+            metrics.bodyWaiting.decrement()
             return .failed(
                 .failure(.interrupted, error: "interrupted: the worker stopped before the request body was read"))
         }
         do {
             guard let body = try await load(job) else {
-                budget.release(bytes)
+                release(bytes)
                 return .failed(
                     .failure(
                         .interrupted,
@@ -54,12 +63,19 @@ final class PendingBodies: @unchecked Sendable {
             ready.body = body
             return .ready(ready, holding: bytes)
         } catch {
-            budget.release(bytes)
+            release(bytes)
             return .failed(
                 .failure(
                     .interrupted,
                     error: "interrupted: could not read the request body from PostgreSQL: \(ClaimLoop.loggable(error))"))
         }
+    }
+
+    /// Gives back `bytes` a delivery held (0: it held none).
+    func release(_ bytes: Int) {
+        guard bytes > 0 else { return }
+        budget.release(bytes)
+        metrics.bodyBytesHeld.decrement(by: Double(bytes))
     }
 
     /// Reads `job`'s body on the body connection; nil when the job is no longer this worker's.

@@ -57,7 +57,7 @@ public final class WorkerPool: @unchecked Sendable {
         self.connect = connect
         let limiter = InFlightLimiter()
         let bodies = PendingBodies(
-            budgetBytes: configuration.bodyBudget, workerID: configuration.workerID,
+            budgetBytes: configuration.bodyBudget, workerID: configuration.workerID, metrics: metrics,
             connect: { try connect("courier-worker-bodies") })
         self.bodies = bodies
         let loopCount = min(configuration.loops, configuration.concurrency)
