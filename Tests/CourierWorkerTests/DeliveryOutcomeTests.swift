@@ -4,19 +4,12 @@ import CourierSink
 import CourierTesting
 import CourierWorker
 import Foundation
-import Logging
 import Postgres
 import XCTest
 
 /// The worker against a real PostgreSQL and a real HTTP server on 127.0.0.1.
-final class DeliveryOutcomeTests: XCTestCase {
-    private var url: String!
-    private var probe: JobsProbe!
-    private var queue: String!
+final class DeliveryOutcomeTests: WorkerTestCase {
     private var sink: HTTPSink!
-    private let log = SinkLog()
-    private var pool: WorkerPool?
-    private var deliverer: HTTPDeliverer?
 
     override func setUp() async throws {
         url = try TestDatabase.shared(label: "worker")
@@ -35,35 +28,12 @@ final class DeliveryOutcomeTests: XCTestCase {
             default: return .respond(status: 404)
             }
         }
-    }
-
-    override func tearDown() async throws {
-        pool?.shutdown()
-        deliverer?.shutdown()
-        await sink?.shutdown()
-        try? probe?.forgetDestinations()
-        probe?.close()
-    }
-
-    private func startPool(allowPrivate: Bool = true) throws {
-        var http = HTTPDelivererConfiguration()
-        http.allowPrivateTargets = allowPrivate
-        http.totalTimeout = .seconds(5)
-        var logger = Logger(label: "test.worker")
-        logger.logLevel = .warning
-        let deliverer = HTTPDeliverer(configuration: http, logger: logger)
-        self.deliverer = deliverer
-        let pool = WorkerPool(
-            databaseURL: url,
-            configuration: WorkerConfiguration(workerID: "test-\(queue!)", queues: [queue], concurrency: 16, pollInterval: .milliseconds(100)),
-            deliverer: deliverer, logger: logger)
-        try pool.start()
-        self.pool = pool
+        sinks.append(sink)
     }
 
     func testSuccessOnFirstTry() throws {
         let id = try probe.enqueue(url: sink.baseURL + "/ok", queue: queue)
-        try startPool()
+        try startPool(requestTimeout: .seconds(5))
         XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(10)))
         let job = try probe.job(id)
         XCTAssertEqual(job.state, "succeeded")
@@ -77,7 +47,7 @@ final class DeliveryOutcomeTests: XCTestCase {
 
     func testTwo503sThenSuccessSucceedsWithThreeAttemptRows() throws {
         let id = try probe.enqueue(url: sink.baseURL + "/flaky", queue: queue, maxAttempts: 5)
-        try startPool()
+        try startPool(requestTimeout: .seconds(5))
         XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(15)))
         XCTAssertEqual(try probe.job(id).state, "succeeded")
         XCTAssertEqual(try probe.job(id).attempt, 3)
@@ -90,7 +60,7 @@ final class DeliveryOutcomeTests: XCTestCase {
 
     func testAlways503WithThreeMaxAttemptsDeadLettersAfterThree() throws {
         let id = try probe.enqueue(url: sink.baseURL + "/down", queue: queue, maxAttempts: 3)
-        try startPool()
+        try startPool(requestTimeout: .seconds(5))
         XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(15)))
         let job = try probe.job(id)
         XCTAssertEqual(job.state, "dead")
@@ -102,7 +72,7 @@ final class DeliveryOutcomeTests: XCTestCase {
 
     func testBadRequestDeadLettersAfterOneAttempt() throws {
         let id = try probe.enqueue(url: sink.baseURL + "/bad", queue: queue, maxAttempts: 5)
-        try startPool()
+        try startPool(requestTimeout: .seconds(5))
         XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(10)))
         let job = try probe.job(id)
         XCTAssertEqual(job.state, "dead")
@@ -113,11 +83,10 @@ final class DeliveryOutcomeTests: XCTestCase {
 
     func testRetryAfterPostponesTheNextAttempt() throws {
         let id = try probe.enqueue(url: sink.baseURL + "/slowdown", queue: queue, maxAttempts: 5)
-        try startPool()
+        let pool = try startPool(requestTimeout: .seconds(5))
         let deadline = Date().addingTimeInterval(10)
         while try probe.attemptCount(id) == 0, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-        pool?.shutdown()
-        pool = nil
+        pool.shutdown()
         let row = try probe.connection.query(
             """
             SELECT j.state::text, extract(epoch FROM j.run_at - a.finished_at)::float8, j.last_status, j.attempt,
@@ -138,7 +107,7 @@ final class DeliveryOutcomeTests: XCTestCase {
         let secret = "whsec_" + Data(key).base64EncodedString()
         try probe.connection.query("INSERT INTO courier.queues (name, signing_secret) VALUES ($1, $2)", [queue, secret])
         let id = try probe.enqueue(url: sink.baseURL + "/ok", queue: queue)
-        try startPool()
+        try startPool(requestTimeout: .seconds(5))
         XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(10)))
         let request = try XCTUnwrap(log.all.first)
         XCTAssertEqual(request.header("courier-job-id"), String(id))
@@ -157,7 +126,7 @@ final class DeliveryOutcomeTests: XCTestCase {
 
     func testUnsignedDeliveriesCarryAStableWebhookIDAndATimestamp() throws {
         let id = try probe.enqueue(url: sink.baseURL + "/flaky", queue: queue, maxAttempts: 5)
-        try startPool()
+        try startPool(requestTimeout: .seconds(5))
         XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(10)))
         let requests = log.all.filter { $0.header("courier-job-id") == String(id) }
         XCTAssertEqual(requests.count, 3, "two 503s, then 200")
@@ -172,7 +141,7 @@ final class DeliveryOutcomeTests: XCTestCase {
 
     func testPrivateTargetIsRefusedWithoutTheFlagAndTheSinkSeesNothing() throws {
         let id = try probe.enqueue(url: sink.baseURL + "/ok", queue: queue, maxAttempts: 5)
-        try startPool(allowPrivate: false)
+        try startPool(allowPrivateTargets: false, requestTimeout: .seconds(5))
         XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(10)))
         let job = try probe.job(id)
         XCTAssertEqual(job.state, "dead")

@@ -41,13 +41,16 @@ class WorkerTestCase: XCTestCase {
         return (process, errors)
     }
 
-    /// Starts an in-process worker on this test's queue (private targets allowed, 16 slots,
-    /// polling every 100 ms, 10 s per request), with `change` applied to its configuration.
+    /// Starts an in-process worker on this test's queue (16 slots, polling every 100 ms), with
+    /// `change` applied to its configuration; private targets are allowed unless told otherwise.
     @discardableResult
-    func startPool(_ change: (inout WorkerConfiguration) -> Void = { _ in }) throws -> WorkerPool {
+    func startPool(
+        allowPrivateTargets: Bool = true, requestTimeout: Duration = .seconds(10),
+        _ change: (inout WorkerConfiguration) -> Void = { _ in }
+    ) throws -> WorkerPool {
         var http = HTTPDelivererConfiguration()
-        http.allowPrivateTargets = true
-        http.totalTimeout = .seconds(10)
+        http.allowPrivateTargets = allowPrivateTargets
+        http.totalTimeout = requestTimeout
         var logger = Logger(label: "test.worker")
         logger.logLevel = .warning
         let deliverer = HTTPDeliverer(configuration: http, logger: logger)
