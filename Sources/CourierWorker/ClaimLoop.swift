@@ -28,6 +28,8 @@ final class ClaimLoop: @unchecked Sendable {
     // Only touched on `queue`.
     private var machine: ClaimLoopMachine
     private var connection: PostgresConnection?
+    /// Where the last claim's round of the lanes ended; the next claim goes on from there.
+    private var claimCursor: WorkerStatements.Lane?
     private var jobs: [JobRef: ClaimedJob] = [:]
     private var tasks: [JobRef: Task<Void, Never>] = [:]
     private var started = false
@@ -190,7 +192,8 @@ final class ClaimLoop: @unchecked Sendable {
                 let claim = try store.claimBatch(
                     queues: configuration.queues, limit: limit,
                     lease: configuration.leaseDuration,
-                    perHostLimit: configuration.perHostLimit)
+                    perHostLimit: configuration.perHostLimit, after: claimCursor)
+                claimCursor = claim.cursor
                 metrics.claims.increment()
                 for quarantined in claim.quarantined {
                     metrics.quarantined.increment()

@@ -81,10 +81,41 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
 
     func testFindingTheHostsReadsOneHeadPerHostAndIsNeverCompiled() throws {
         try staleStatistics()
-        let plan = try explain(WorkerStatements.lockDestinations.sql, arguments: "'{live}', 100")
+        let plan = try explain(WorkerStatements.lockDestinations.sql, arguments: "'{live}', 100, '', ''")
         XCTAssertEqual((plan["Plan"] as? [String: Any])?["Actual Rows"] as? NSNumber, NSNumber(value: 2))
         XCTAssertLessThanOrEqual(mostRows(plan: plan), 10, "finding 2 hosts handled \(mostRows(plan: plan)) rows")
         XCTAssertNil(plan["JIT"], "the host lookup was compiled: \(plan["JIT"] ?? "")")
+    }
+
+    /// With 1,000 hosts waiting, a claim of 100 walks about 100 lanes from where the last
+    /// claim's round ended, not all 1,000 (one probe and one sort of every host per claim was
+    /// most of PostgreSQL's cost per job with many receivers), and the round wraps past the
+    /// last host to the first.
+    func testFindingHostsAmongAThousandReadsAboutOneClaimsWorth() throws {
+        try connection.simpleQuery(
+            """
+            INSERT INTO courier.jobs (queue, url)
+            SELECT 'live', 'https://h' || lpad((i % 1000)::text, 4, '0') || '.example/' || i FROM generate_series(1, 5000) AS i;
+            ANALYZE courier.jobs;
+            """)
+        for (after, first) in [("''", "h0000.example"), ("'h0950.example'", "h0951.example")] {
+            let plan = try explain(WorkerStatements.lockDestinations.sql, arguments: "'{live}', 100, \(after), 'live'")
+            XCTAssertEqual((plan["Plan"] as? [String: Any])?["Actual Rows"] as? NSNumber, NSNumber(value: 100), after)
+            XCTAssertLessThanOrEqual(mostRows(plan: plan), 110, "finding 100 of 1,000 hosts handled \(mostRows(plan: plan)) rows")
+            XCTAssertNil(plan["JIT"], "the host lookup was compiled: \(plan["JIT"] ?? "")")
+            let cursor = after == "''" ? nil : WorkerStatements.Lane(host: "h0950.example", queue: "live")
+            let lanes = try connection.run(
+                WorkerStatements.lockDestinations, .init(queues: ["live"], limit: 100, after: cursor)
+            ).rows.map { try $0.decode(0, as: String.self) }
+            XCTAssertEqual(lanes.first, first, after)
+            XCTAssertEqual(Set(lanes).count, 100, after)
+            if after != "''" {
+                // 49 hosts after the cursor, then round to the first 51.
+                XCTAssertEqual(lanes[48], "h0999.example")
+                XCTAssertEqual(lanes[49], "h0000.example")
+                XCTAssertEqual(lanes.last, "h0050.example")
+            }
+        }
     }
 
     /// Writing a batch of outcomes finds each job by its primary key. The statistics were taken
@@ -153,7 +184,7 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
 
     func testAClaimReadsNoBacklogOfAnotherOrAPausedQueueAtTheSameHost() throws {
         try backlogsAtTheSameHost()
-        let hosts = try explain(WorkerStatements.lockDestinations.sql, arguments: "'{live}', 100")
+        let hosts = try explain(WorkerStatements.lockDestinations.sql, arguments: "'{live}', 100, '', ''")
         XCTAssertEqual((hosts["Plan"] as? [String: Any])?["Actual Rows"] as? NSNumber, NSNumber(value: 1))
         XCTAssertLessThanOrEqual(mostRows(plan: hosts), 10, "finding the host handled \(mostRows(plan: hosts)) rows")
         let claim = try explain(WorkerStatements.claimBatch.sql, arguments: "'{live}', 'w', 100, 60000, 200, '{busy.example}', '{live}'")

@@ -119,6 +119,38 @@ final class DestinationTests: XCTestCase {
         XCTAssertTrue(claimed.contains { $0.id == lone }, "the other host's job is in the first claim")
     }
 
+    /// With more hosts waiting than a claim takes, each claim goes on from the lane where the
+    /// previous one ended and wraps past the last host to the first: every host has its turn
+    /// within (hosts / limit) claims, whichever host's jobs are older.
+    func testClaimsGoRoundTheHostsFromWhereTheLastOneEnded() throws {
+        for name in ["e", "d", "c", "b", "a"] { try enqueue(2, host: name) }
+        let store = JobStore(connection: connection, workerID: "w1")
+        var cursor: WorkerStatements.Lane?
+        var rounds: [Set<String>] = []
+        for _ in 0..<6 {
+            let claim = try store.claimBatch(
+                queues: [queue], limit: 2, lease: .seconds(60), perHostLimit: 100, after: cursor)
+            rounds.append(Set(claim.jobs.map(\.host)))
+            cursor = claim.cursor
+        }
+        let expected: [Set<String>] = [["a", "b"], ["c", "d"], ["e", "a"], ["b", "c"], ["d", "e"], []]
+        XCTAssertEqual(rounds, expected.map { Set($0.map(host)) })
+        XCTAssertNil(cursor, "a claim that found no lane starts the next round from the first")
+    }
+
+    /// Without a cursor, or with one past every lane, a claim starts at the first lane: a
+    /// cursor left by hosts that are gone never hides the ones that are left.
+    func testAClaimWhoseCursorIsPastEveryLaneStartsAtTheFirst() throws {
+        try enqueue(1, host: "a")
+        try enqueue(1, host: "b")
+        let store = JobStore(connection: connection, workerID: "w1")
+        let claim = try store.claimBatch(
+            queues: [queue], limit: 1, lease: .seconds(60), perHostLimit: 100,
+            after: .init(host: host("z"), queue: queue))
+        XCTAssertEqual(claim.jobs.map(\.host), [host("a")])
+        XCTAssertEqual(claim.cursor, .init(host: host("a"), queue: queue))
+    }
+
     func testWithinOneHostJobsStartInRunAtOrder() throws {
         // Enqueued in reverse time order: run_at, not id, decides.
         var expected: [Int64] = []

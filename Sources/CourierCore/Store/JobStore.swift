@@ -44,8 +44,12 @@ public struct JobStore {
     ///   - limit: the most jobs to claim.
     ///   - lease: how long the lease lasts before a heartbeat must extend it.
     ///   - perHostLimit: the in-flight cap, across all workers, of a destination without its own.
+    ///   - after: where the previous claim's round of the lanes ended (its `ClaimResult.cursor`);
+    ///     nil starts at the first lane. A loop that passes each claim's cursor to the next
+    ///     goes round every lane with due jobs (see `WorkerStatements.lockDestinations`).
     public func claimBatch(
-        queues: [String]?, limit: Int, lease: Duration, perHostLimit: Int = Defaults.perHostLimit
+        queues: [String]?, limit: Int, lease: Duration, perHostLimit: Int = Defaults.perHostLimit,
+        after: WorkerStatements.Lane? = nil
     ) throws -> ClaimResult {
         guard limit > 0 else { return ClaimResult() }
         var rows: [PostgresRow] = []
@@ -60,10 +64,15 @@ public struct JobStore {
             do {
                 let opened = try connection.pipeline([
                     .begin, WorkerStatements.claimSettings.pipelined,
-                    WorkerStatements.lockDestinations.pipelined((queues: queues, limit: limit)),
+                    WorkerStatements.lockDestinations.pipelined(.init(queues: queues, limit: limit, after: after)),
                 ])
-                let lanes = try opened[2].rows.map {
+                let found = opened[2].rows
+                let lanes = try found.map {
                     WorkerStatements.Lane(host: try $0.decode(0), queue: try $0.decode(1))
+                }
+                // The round's lanes come last, in the order they were walked.
+                if let last = found.last, try last.decode(2, as: Int?.self) != nil {
+                    out.cursor = lanes.last
                 }
                 if lanes.isEmpty {
                     try connection.commit()
@@ -405,6 +414,9 @@ public struct ClaimResult: Sendable {
     /// True when some host with due jobs was at its in-flight cap: an outcome written for it
     /// frees room, a reason to claim again before the next poll.
     public var heldBack = false
+    /// The lane this claim's round of the lanes ended at: the next claim of the same loop
+    /// starts after it. Nil when the round found no lane.
+    public var cursor: WorkerStatements.Lane?
 }
 
 /// What one outcome write did.
