@@ -221,12 +221,14 @@ public final class PooledHTTPTransport: HTTPTransport {
     /// The origin-form target of an absolute URL that passed validation: its path and query,
     /// `/` when it has no path, never its fragment.
     static func requestTarget(of url: String) -> String {
-        guard let separator = url.range(of: "://") else { return "/" }
-        var rest = url[separator.upperBound...]
-        rest = rest.drop { $0 != "/" && $0 != "?" && $0 != "#" }
-        if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
-        if rest.isEmpty { return "/" }
-        return rest.hasPrefix("/") ? String(rest) : "/" + rest
+        let bytes = Array(url.utf8)
+        guard let separator = RequestValidation.firstSeparator(in: bytes) else { return "/" }
+        var start = separator + 3
+        while start < bytes.count, !RequestValidation.isAuthorityEnd(bytes[start]) { start += 1 }
+        let end = bytes[start...].firstIndex(of: UInt8(ascii: "#")) ?? bytes.count
+        if start == end { return "/" }
+        let rest = String(decoding: bytes[start..<end], as: UTF8.self)
+        return bytes[start] == UInt8(ascii: "/") ? rest : "/" + rest
     }
 
     /// Opens connection `id` for `key`: TCP to the checked address (or the resolved host),
