@@ -243,11 +243,11 @@ public enum WorkerStatements {
     ///    due jobs leaves its share to the others), and one job when there are at least as many
     ///    hosts as the batch holds: every host `lockDestinations` returned has a due job, so one
     ///    each fills the batch, and each row locked beyond it was a lock (a heap write and a WAL
-    ///    record) for nothing; `lane_jobs` locks up to that many due jobs
-    ///    of each of its lanes with `FOR UPDATE SKIP LOCKED`, `picked` keeps the host's first
-    ///    ones in claim order (`priority, run_at, id`) over its lanes, and `chosen` interleaves
-    ///    the hosts (every host's first job, then every host's second, ...), so a backlog for
-    ///    one host never delays another host's job by more than one claim.
+    ///    record) for nothing. `lane_jobs` locks up to that many due jobs of each of its lanes
+    ///    with `FOR UPDATE SKIP LOCKED`, `picked` keeps the host's first ones in claim order
+    ///    (`priority, run_at, id`) over its lanes, and `chosen` interleaves the hosts (every
+    ///    host's first job, then every host's second, ...), so a backlog for one host never
+    ///    delays another host's job by more than one claim.
     /// 3. `spent` takes rate tokens for the jobs started, and moves a half-open breaker's next
     ///    probe one cool-down on.
     ///
