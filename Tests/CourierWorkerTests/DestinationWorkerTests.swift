@@ -41,6 +41,30 @@ final class DestinationWorkerTests: WorkerTestCase {
         XCTAssertEqual(workers, 2, "both workers took part")
     }
 
+    /// A worker goes round the hosts from claim to claim: host a's five jobs are the oldest,
+    /// yet with one slot (claims of one job) every other host's first job is sent before a's
+    /// second. A loop that lost its place between claims would send a's jobs first.
+    func testOneWorkerGoesRoundTheHostsFromClaimToClaim() async throws {
+        let log = self.log
+        let sink = try await HTTPSink.start { request in
+            log.record(request, key: "all")
+            return .respond(status: 200)
+        }
+        sinks.append(sink)
+        for _ in 0..<5 { try probe.enqueue(url: "http://a.localhost:\(sink.port)/", queue: queue) }
+        for name in ["b", "c", "d", "e", "f"] {
+            try probe.enqueue(url: "http://\(name).localhost:\(sink.port)/", queue: queue)
+        }
+        _ = try startWorkerProcess(["--concurrency", "1", "--resolve", "*.localhost=127.0.0.1"])
+        XCTAssertTrue(try probe.waitUntilSettled(queue: queue, timeout: .seconds(60)))
+        XCTAssertEqual(try probe.states(queue: queue), ["succeeded": 10])
+        let hosts = log.all.map { ($0.header("host") ?? "?").split(separator: ":").first.map(String.init) ?? "?" }
+        XCTAssertEqual(
+            Array(hosts.prefix(6)), ["a", "b", "c", "d", "e", "f"].map { "\($0).localhost" },
+            "every host's first job before any host's second: \(hosts)")
+        XCTAssertEqual(Array(hosts.dropFirst(6)), Array(repeating: "a.localhost", count: 4))
+    }
+
     func testFailingEndpointSpendsNoAttemptsWhileItsBreakerIsOpen() async throws {
         let sink = try await HTTPSink.start { request in
             request.path == "/fail" ? .respond(status: 500) : .respond(status: 200)
