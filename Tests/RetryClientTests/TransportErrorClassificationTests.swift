@@ -64,25 +64,3 @@ final class TransportErrorClassificationTests: XCTestCase {
         XCTAssertEqual(kind("something else entirely"), .other)
     }
 }
-
-/// The request target the pooled transport writes: the URL's path and query, never its
-/// fragment, `/` when there is no path.
-final class RequestTargetTests: XCTestCase {
-    func testTheTargetIsThePathAndQueryWithoutTheFragment() {
-        let cases: [(String, String)] = [
-            ("http://example.com/hook", "/hook"),
-            ("http://example.com", "/"),
-            ("http://example.com/", "/"),
-            ("https://example.com:8443/a/b?x=1&y=2", "/a/b?x=1&y=2"),
-            ("http://example.com?x=1", "/?x=1"),
-            ("http://example.com#frag", "/"),
-            ("http://example.com/a#frag?not=query", "/a"),
-            ("http://user:pw@example.com/a", "/a"),
-            ("http://[::1]:8080/v6?q", "/v6?q"),
-            ("not a url", "/"),
-        ]
-        for (url, target) in cases {
-            XCTAssertEqual(PooledHTTPTransport.requestTarget(of: url), target, url)
-        }
-    }
-}
