@@ -92,10 +92,12 @@ package struct BenchRunner {
     var store: AdminStore { AdminStore(connection: connection) }
 
     /// The database cluster's CPU, when it runs on this machine and its data directory can be
-    /// read (the throwaway cluster always; a `--database-url` server usually not).
+    /// read (the throwaway cluster always; a `--database-url` server usually not), without the
+    /// server process of this runner's own connection, whose polls are the benchmark's cost.
     var server: ServerCPU? {
         guard let directory: String = try? connection.run(BenchStatements.dataDirectory)[0].decode(0) else { return nil }
-        return ServerCPU(dataDirectory: directory)
+        let observer: Int32? = try? connection.run(BenchStatements.backendPID)[0].decode(0)
+        return ServerCPU(dataDirectory: directory, observer: observer)
     }
 
     /// A ~200-byte JSON event.

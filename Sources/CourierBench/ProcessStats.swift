@@ -33,28 +33,35 @@ package struct ProcessStats {
 }
 
 /// The CPU a local PostgreSQL cluster has used, read from /proc: what the drain costs the
-/// database besides the worker.
+/// database besides the worker. The benchmark's own session (`observer`), which polls for the
+/// end of a drain every 10 ms, is left out: no user's worker pays for it.
 package struct ServerCPU {
     /// The postmaster's process id.
     package let postmaster: pid_t
+    /// The server process of the benchmark's own connection, whose CPU is not counted.
+    package let observer: pid_t?
 
     /// The cluster whose data directory is `dataDirectory` (its `postmaster.pid` names the
     /// postmaster); nil when that file cannot be read (a server on another machine or user).
-    package init?(dataDirectory: String) {
+    package init?(dataDirectory: String, observer: pid_t? = nil) {
         guard let text = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8),
               let first = text.split(separator: "\n").first, let pid = pid_t(first), pid > 0
         else { return nil }
         postmaster = pid
+        self.observer = observer
     }
 
     /// CPU seconds so far: the postmaster's own and those of the children it reaped (ended
-    /// connections), plus every live child's (backends, WAL writer, checkpointer, autovacuum).
+    /// connections), plus every live child's (backends, WAL writer, checkpointer, autovacuum)
+    /// but the observer's.
     package var seconds: Double? {
         guard let own = Self.times(postmaster) else { return nil }
         var ticks = own.user + own.system + own.childrenUser + own.childrenSystem
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         for entry in entries {
-            guard let pid = pid_t(entry), pid != postmaster, let child = Self.times(pid), child.parent == postmaster else { continue }
+            guard let pid = pid_t(entry), pid != postmaster, pid != observer, let child = Self.times(pid),
+                  child.parent == postmaster
+            else { continue }
             ticks += child.user + child.system
         }
         return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))

@@ -177,6 +177,10 @@ public enum BenchStatements {
     /// `postmaster.pid` lets the bench read the cluster's CPU from /proc.
     public static let dataDirectory = Statement<Void>("SELECT current_setting('data_directory')")
 
+    /// The process id of the server process serving this connection: the benchmark's own
+    /// polling, which its figure of the server's CPU leaves out.
+    public static let backendPID = Statement<Void>("SELECT pg_backend_pid()")
+
     /// Writes out what a load dirtied (needs a superuser or pg_checkpoint).
     public static let checkpoint = Statement<Void>("CHECKPOINT")
 
