@@ -35,35 +35,11 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
     /// The plan of `sql` run with the claim's settings, in a transaction that is rolled back.
     private func explain(_ statement: String, arguments: String) throws -> [String: Any] {
         prepared += 1
-        let name = "plan_\(prepared)"
-        try connection.prepare(name: name, sql: statement)
-        var plan: [String: Any] = [:]
-        do {
-            try connection.transaction { connection in
-                try connection.simpleQuery(WorkerStatements.claimSettings.sql)
-                let text: String = try connection.query(
-                    "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE \(name)(\(arguments))"
-                )[0].decode(0)
-                let parsed = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]]
-                plan = parsed?.first ?? [:]
-                throw RollBack()
-            }
-        } catch is RollBack {}
-        return plan
+        return try explainRolledBack(
+            statement, arguments: arguments, settings: WorkerStatements.claimSettings.sql, name: "plan_\(prepared)")
     }
 
-    private struct RollBack: Error {}
     private var prepared = 0
-
-    /// The most rows any step of the plan produced (rows per loop times loops).
-    private func mostRows(_ node: [String: Any]) -> Int {
-        let rows = (node["Actual Rows"] as? NSNumber)?.intValue ?? 0
-        let loops = (node["Actual Loops"] as? NSNumber)?.intValue ?? 1
-        let children = (node["Plans"] as? [[String: Any]] ?? []).map { mostRows($0) }
-        return max(rows * loops, children.max() ?? 0)
-    }
-
-    private func mostRows(plan: [String: Any]) -> Int { mostRows(plan["Plan"] as? [String: Any] ?? [:]) }
 
     func testClaimingAHostReadsOnlyTheJobsItTakes() throws {
         try staleStatistics()
@@ -158,9 +134,9 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
                 )[0].decode(0)
                 let parsed = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]]
                 plan = parsed?.first ?? [:]
-                throw RollBack()
+                throw PlanRollBack()
             }
-        } catch is RollBack {}
+        } catch is PlanRollBack {}
         try connection.simpleQuery("DEALLOCATE outcomes")
         XCTAssertLessThanOrEqual(mostRows(plan: plan), 300, "writing 100 outcomes handled \(mostRows(plan: plan)) rows")
         XCTAssertGreaterThanOrEqual(mostRows(plan: plan), 100)

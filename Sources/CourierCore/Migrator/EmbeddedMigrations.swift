@@ -20,5 +20,6 @@ public enum EmbeddedMigrations {
         Migration(fileName: "0014_endpoint_health.sql", bytes: PackageResources._014_endpoint_health_sql),
         Migration(
             fileName: "0015_attempts_without_key_share.sql", bytes: PackageResources._015_attempts_without_key_share_sql),
+        Migration(fileName: "0016_finished_jobs_one_index.sql", bytes: PackageResources._016_finished_jobs_one_index_sql),
     ]
 }

@@ -332,19 +332,36 @@ public enum AdminStatements {
             """
     }
 
-    /// Finished jobs a purge would delete: state `$1`, finished before `$2`, queue `$3`.
-    public static let countPurgeable = Statement<Purge>("""
-        SELECT count(*) FROM courier.jobs
-        WHERE state = $1::courier.job_state AND finished_at < $2 AND ($3::text IS NULL OR queue = $3)
+    /// Finished jobs a purge would delete: state `$1`, finished before `$2`, queue `$3`. Each
+    /// queue of the state is a range of `jobs_retention_idx`, found by a loose index scan
+    /// (`WorkerStatements.finishedGroups`).
+    public static let countPurgeable = Statement<Purge>(WorkerStatements.finishedGroups + """
+
+        SELECT coalesce(sum(c.n), 0)::bigint
+        FROM finished_groups g
+        CROSS JOIN LATERAL (
+            SELECT count(*) AS n FROM courier.jobs j
+            WHERE j.state = g.state AND j.queue = g.queue AND j.finished_at < $2
+        ) c
+        WHERE g.state = $1::courier.job_state AND ($3::text IS NULL OR g.queue = $3)
         """) { [$0.state.rawValue, $0.olderThan, $0.queue] }
 
-    /// Deletes one batch of up to `$4` finished jobs (oldest first, through
-    /// `jobs_finished_idx`); their attempts go with them (the trigger `jobs_delete_attempts`).
-    public static let purgeBatch = Statement<Purge>("""
-        WITH doomed AS (
-            SELECT id FROM courier.jobs
-            WHERE state = $1::courier.job_state AND finished_at < $2 AND ($3::text IS NULL OR queue = $3)
-            ORDER BY finished_at
+    /// Deletes one batch of up to `$4` finished jobs (oldest first: the oldest of each queue of
+    /// the state from its range of `jobs_retention_idx`, then the oldest of those); their
+    /// attempts go with them (the trigger `jobs_delete_attempts`).
+    public static let purgeBatch = Statement<Purge>(WorkerStatements.finishedGroups + """
+        ,
+        doomed AS (
+            SELECT d.id
+            FROM finished_groups g
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.finished_at FROM courier.jobs j
+                WHERE j.state = g.state AND j.queue = g.queue AND j.finished_at < $2
+                ORDER BY j.finished_at
+                LIMIT $4
+            ) d
+            WHERE g.state = $1::courier.job_state AND ($3::text IS NULL OR g.queue = $3)
+            ORDER BY d.finished_at
             LIMIT $4
         )
         DELETE FROM courier.jobs j USING doomed WHERE j.id = doomed.id
@@ -457,12 +474,20 @@ public enum AdminStatements {
         GROUP BY queue, state
         """)
 
-    /// Succeeded and dead per queue in the last hour (a range of `jobs_finished_idx`).
-    public static let statsLastHour = Statement<Void>("""
-        SELECT queue, count(*) FILTER (WHERE state = 'succeeded'), count(*) FILTER (WHERE state = 'dead')
-        FROM courier.jobs
-        WHERE finished_at >= now() - interval '1 hour'
-        GROUP BY queue
+    /// Succeeded and dead per queue in the last hour, for every queue with a job finished in
+    /// it: the last hour of each state and queue is a range of `jobs_retention_idx`, found by a
+    /// loose index scan (`WorkerStatements.finishedGroups`).
+    public static let statsLastHour = Statement<Void>(WorkerStatements.finishedGroups + """
+
+        SELECT g.queue, coalesce(sum(c.n) FILTER (WHERE g.state = 'succeeded'), 0)::bigint,
+               coalesce(sum(c.n) FILTER (WHERE g.state = 'dead'), 0)::bigint
+        FROM finished_groups g
+        CROSS JOIN LATERAL (
+            SELECT count(*) AS n FROM courier.jobs j
+            WHERE j.state = g.state AND j.queue = g.queue AND j.finished_at >= now() - interval '1 hour'
+        ) c
+        GROUP BY g.queue
+        HAVING sum(c.n) > 0
         """)
 
     /// Attempt duration percentiles (ms) per queue over the 10,000 most recent attempts of the

@@ -757,19 +757,9 @@ public enum WorkerStatements {
     /// - The DELETE finds its rows by primary key (`= ANY (ARRAY(...))`), never by a join the
     ///   planner could turn into a scan of every finished row, and checks the state again, so a
     ///   waiting, running or retrying job is never removed.
-    public static let deleteExpiredFinished = Statement<(defaults: RetentionDefaults, batchSize: Int)>("""
-        WITH RECURSIVE finished_groups AS (
-            (SELECT j.state, j.queue FROM courier.jobs j
-             WHERE j.finished_at IS NOT NULL ORDER BY j.state, j.queue LIMIT 1)
-            UNION ALL
-            SELECT n.state, n.queue
-            FROM finished_groups g
-            CROSS JOIN LATERAL (
-                SELECT j.state, j.queue FROM courier.jobs j
-                WHERE j.finished_at IS NOT NULL AND (j.state, j.queue) > (g.state, g.queue)
-                ORDER BY j.state, j.queue LIMIT 1
-            ) n
-        ),
+    public static let deleteExpiredFinished = Statement<(defaults: RetentionDefaults, batchSize: Int)>(
+        finishedGroups + """
+        ,
         cutoffs AS (
             SELECT g.state, g.queue,
                    now() - CASE g.state
@@ -805,6 +795,25 @@ public enum WorkerStatements {
         """) {
             [$0.defaults.succeeded.inSeconds, $0.defaults.cancelled.inSeconds, $0.defaults.dead.inSeconds, $0.batchSize]
         }
+
+    /// `finished_groups`, the (state, queue) pairs that have finished rows, found by skipping
+    /// along `jobs_retention_idx` (one probe per pair, a "loose index scan"): how every statement
+    /// that reads finished jobs by age starts, so that neither the live rows nor the millions of
+    /// kept ones are read to find them. Migration 0016 dropped the index on `finished_at` alone.
+    static let finishedGroups = """
+        WITH RECURSIVE finished_groups AS (
+            (SELECT j.state, j.queue FROM courier.jobs j
+             WHERE j.finished_at IS NOT NULL ORDER BY j.state, j.queue LIMIT 1)
+            UNION ALL
+            SELECT n.state, n.queue
+            FROM finished_groups g
+            CROSS JOIN LATERAL (
+                SELECT j.state, j.queue FROM courier.jobs j
+                WHERE j.finished_at IS NOT NULL AND (j.state, j.queue) > (g.state, g.queue)
+                ORDER BY j.state, j.queue LIMIT 1
+            ) n
+        )
+        """
 
     /// Per queue (`$1` queues or NULL for all): how many jobs are due now and the age in seconds
     /// of the oldest. Reads only due rows through `jobs_queue_due_idx`; a worker runs it at most once
