@@ -13,6 +13,13 @@ public enum PostgresValue: Sendable, Equatable {
 public protocol PostgresEncodable: Sendable {
     /// The parameter's wire form.
     var postgresValue: PostgresValue { get }
+    /// Appends the value as one element of an array literal (`PostgresArray`). The default
+    /// writes `postgresValue` quoted; a type whose text needs no quoting writes itself.
+    func appendArrayElement(to bytes: inout [UInt8])
+}
+
+extension PostgresEncodable {
+    public func appendArrayElement(to bytes: inout [UInt8]) { PostgresArray.append(postgresValue, to: &bytes) }
 }
 
 /// A Swift value that can be read from a result column sent in PostgreSQL's text format.
@@ -38,32 +45,48 @@ extension String: PostgresEncodable, PostgresDecodable {
 
 extension Int: PostgresEncodable, PostgresDecodable {
     public var postgresValue: PostgresValue { .text(String(self)) }
+    public func appendArrayElement(to bytes: inout [UInt8]) { PostgresArray.appendDigits(Int64(self), to: &bytes) }
     public static func decode(postgresText text: String) -> Int? { Int(text) }
+    public static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> Int? { PostgresInteger.parse(bytes) }
 }
 
 extension Int64: PostgresEncodable, PostgresDecodable {
     public var postgresValue: PostgresValue { .text(String(self)) }
+    public func appendArrayElement(to bytes: inout [UInt8]) { PostgresArray.appendDigits(Int64(self), to: &bytes) }
     public static func decode(postgresText text: String) -> Int64? { Int64(text) }
+    public static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> Int64? { PostgresInteger.parse(bytes) }
 }
 
 extension Int32: PostgresEncodable, PostgresDecodable {
     public var postgresValue: PostgresValue { .text(String(self)) }
+    public func appendArrayElement(to bytes: inout [UInt8]) { PostgresArray.appendDigits(Int64(self), to: &bytes) }
     public static func decode(postgresText text: String) -> Int32? { Int32(text) }
+    public static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> Int32? { PostgresInteger.parse(bytes) }
 }
 
 extension Int16: PostgresEncodable, PostgresDecodable {
     public var postgresValue: PostgresValue { .text(String(self)) }
     public static func decode(postgresText text: String) -> Int16? { Int16(text) }
+    public static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> Int16? { PostgresInteger.parse(bytes) }
 }
 
 extension Bool: PostgresEncodable, PostgresDecodable {
     public var postgresValue: PostgresValue { .text(self ? "t" : "f") }
+    public func appendArrayElement(to bytes: inout [UInt8]) { bytes.append(self ? UInt8(ascii: "t") : UInt8(ascii: "f")) }
     public static func decode(postgresText text: String) -> Bool? {
         switch text {
         case "t", "true": return true
         case "f", "false": return false
         default: return nil
         }
+    }
+    public static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> Bool? {
+        if bytes.count == 1 {
+            if bytes[0] == UInt8(ascii: "t") { return true }
+            if bytes[0] == UInt8(ascii: "f") { return false }
+            return nil
+        }
+        return decode(postgresText: String(decoding: bytes, as: UTF8.self))
     }
 }
 
@@ -99,7 +122,12 @@ extension Data: PostgresEncodable, PostgresDecodable {
 extension Date: PostgresEncodable, PostgresDecodable {
     /// Sent as ISO 8601 in UTC with microseconds, which `timestamptz` parses exactly.
     public var postgresValue: PostgresValue { .text(PostgresTimestamp.format(self)) }
+    /// Unquoted: the text has no character an array literal would need quoted.
+    public func appendArrayElement(to bytes: inout [UInt8]) { bytes.append(contentsOf: PostgresTimestamp.format(self).utf8) }
     public static func decode(postgresText text: String) -> Date? { PostgresTimestamp.parse(text) }
+    public static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+        PostgresTimestamp.parse(bytes: bytes)
+    }
 }
 
 extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
@@ -107,6 +135,13 @@ extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
         switch self {
         case .none: return .null
         case .some(let value): return value.postgresValue
+        }
+    }
+
+    public func appendArrayElement(to bytes: inout [UInt8]) {
+        switch self {
+        case .none: bytes.append(contentsOf: "NULL".utf8)
+        case .some(let value): value.appendArrayElement(to: &bytes)
         }
     }
 }
@@ -119,6 +154,32 @@ public struct PostgresJSON: PostgresEncodable, PostgresDecodable, Sendable, Equa
     public init(_ text: String) { self.text = text }
     public var postgresValue: PostgresValue { .text(text) }
     public static func decode(postgresText text: String) -> PostgresJSON? { PostgresJSON(text) }
+}
+
+/// Integers read from the bytes libpq holds, as `Int(text)` reads them (an optional sign, then
+/// decimal digits, nil on anything else or on overflow), without making a `String` first.
+enum PostgresInteger {
+    static func parse<T: FixedWidthInteger>(_ bytes: UnsafeBufferPointer<UInt8>) -> T? {
+        var i = 0
+        var negative = false
+        if let first = bytes.first, first == UInt8(ascii: "-") || first == UInt8(ascii: "+") {
+            negative = first == UInt8(ascii: "-")
+            i = 1
+        }
+        guard i < bytes.count else { return nil }
+        var value: T = 0
+        while i < bytes.count {
+            let digit = bytes[i] &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            let (times, overflowA) = value.multipliedReportingOverflow(by: 10)
+            let (next, overflowB) =
+                negative ? times.subtractingReportingOverflow(T(digit)) : times.addingReportingOverflow(T(digit))
+            guard !overflowA, !overflowB else { return nil }
+            value = next
+            i += 1
+        }
+        return value
+    }
 }
 
 /// bytea hex decoding.
@@ -186,6 +247,28 @@ public enum PostgresTimestamp {
             days -= 1
         }
         let (y, m, d) = civil(fromDays: days)
+        if (0...9999).contains(y) {
+            // The common case, written as 27 bytes: one allocation, no intermediate strings.
+            return String(unsafeUninitializedCapacity: 27) { buffer in
+                var at = 0
+                func put(_ value: Int64, _ width: Int) {
+                    var value = value
+                    for i in stride(from: width - 1, through: 0, by: -1) {
+                        buffer[at + i] = UInt8(ascii: "0") + UInt8(value % 10)
+                        value /= 10
+                    }
+                    at += width
+                }
+                func mark(_ character: Unicode.Scalar) {
+                    buffer[at] = UInt8(ascii: character)
+                    at += 1
+                }
+                put(y, 4); mark("-"); put(m, 2); mark("-"); put(d, 2); mark("T")
+                put(secOfDay / 3600, 2); mark(":"); put(secOfDay / 60 % 60, 2); mark(":"); put(secOfDay % 60, 2)
+                mark("."); put(micros, 6); mark("Z")
+                return at
+            }
+        }
         func pad(_ v: Int64, _ n: Int) -> String {
             let s = String(v)
             return s.count >= n ? s : String(repeating: "0", count: n - s.count) + s
@@ -196,7 +279,12 @@ public enum PostgresTimestamp {
 
     /// Parses the ISO text the server sends (`YYYY-MM-DD HH:MM:SS[.ffffff]+HH[:MM[:SS]]`).
     public static func parse(_ text: String) -> Date? {
-        let b = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { parse(bytes: $0) }
+    }
+
+    /// `parse(_:)` of the text's UTF-8 bytes, as libpq holds them: no `String` made.
+    public static func parse(bytes b: UnsafeBufferPointer<UInt8>) -> Date? {
         var i = 0
         func number(_ count: Int) -> Int64? {
             guard i + count <= b.count else { return nil }

@@ -45,10 +45,34 @@ final class ParameterRoundTripTests: XCTestCase {
     }
 
     func testTypeMismatchThrowsADecodingError() throws {
-        let row = try connection.query("SELECT 'hello'::text AS greeting")[0]
+        let row = try connection.query("SELECT 'hello'::text AS greeting, 2147483648::bigint AS big")[0]
         XCTAssertThrowsError(try row.decode("greeting", as: Int.self)) { error in
             XCTAssertEqual((error as? PostgresError)?.kind, .decoding)
+            XCTAssertEqual((error as? PostgresError)?.message, #"column "greeting" value "hello" is not a Int"#)
         }
+        XCTAssertThrowsError(try row.decode(1, as: Int32.self)) { error in
+            XCTAssertEqual((error as? PostgresError)?.message, #"column "big" value "2147483648" is not a Int32"#)
+        }
+        XCTAssertThrowsError(try row.decode(2, as: Int.self)) { error in
+            XCTAssertEqual((error as? PostgresError)?.kind, .usage)
+            XCTAssertEqual((error as? PostgresError)?.message, "column 2 out of range (2 columns)")
+        }
+    }
+
+    func testIntegersBoolsAndTimestampsDecodeAtTheirEdges() throws {
+        let row = try connection.query(
+            """
+            SELECT $1::bigint, $2::bigint, (-2147483648)::int, 32767::smallint, true, false,
+                   '2026-11-22 20:30:00.123456+00'::timestamptz, '0001-01-01 00:00:00+00'::timestamptz
+            """, [Int64.min, Int64.max])[0]
+        XCTAssertEqual(try row.decode(0, as: Int64.self), Int64.min)
+        XCTAssertEqual(try row.decode(1, as: Int.self), Int.max)
+        XCTAssertEqual(try row.decode(2, as: Int32.self), Int32.min)
+        XCTAssertEqual(try row.decode(3, as: Int16.self), 32767)
+        XCTAssertEqual(try row.decode(4, as: Bool.self), true)
+        XCTAssertEqual(try row.decode(5, as: Bool.self), false)
+        XCTAssertEqual(try row.decode(6, as: Date.self).timeIntervalSince1970, 1_795_379_400.123456, accuracy: 1e-6)
+        XCTAssertEqual(try row.decode(7, as: Date.self).timeIntervalSince1970, -62_135_596_800)
     }
 
     func testEmptyStringIsNotNull() throws {

@@ -24,4 +24,22 @@ final class TimestampFormattingTests: XCTestCase {
             XCTAssertEqual(parsed?.timeIntervalSince1970 ?? .nan, seconds, accuracy: 1e-6, "\(seconds)")
         }
     }
+
+    /// Dates of years 0 to 9999 are written by a fast path; its text reads back as the same
+    /// microsecond and keeps the fixed width of 27 characters.
+    func testTheFourDigitYearsReadBackToTheMicrosecond() {
+        XCTAssertEqual(PostgresTimestamp.format(Date(timeIntervalSince1970: 253_402_300_799.5)), "9999-12-31T23:59:59.500000Z")
+        XCTAssertEqual(PostgresTimestamp.format(Date(timeIntervalSince1970: -62_167_219_200)), "0000-01-01T00:00:00.000000Z")
+        XCTAssertEqual(PostgresTimestamp.format(Date(timeIntervalSince1970: 253_402_300_800)), "10000-01-01T00:00:00.000000Z")
+        for _ in 0..<2_000 {
+            let micros = Int64.random(in: -62_167_219_200_000_000...253_402_300_799_999_999)
+            let date = Date(timeIntervalSince1970: Double(micros) / 1_000_000)
+            let text = PostgresTimestamp.format(date)
+            XCTAssertEqual(text.utf8.count, 27, text)
+            let parsed = PostgresTimestamp.parse(text.replacingOccurrences(of: "T", with: " "))
+            XCTAssertEqual(
+                parsed?.timeIntervalSince1970 ?? .nan, date.timeIntervalSince1970,
+                accuracy: max(2e-6, date.timeIntervalSince1970.magnitude.ulp * 2), text)
+        }
+    }
 }
