@@ -284,7 +284,7 @@ public final class HTTPDeliverer: Deliverer, Sendable {
     static func excerpt(_ response: HTTPResponseSummary) -> String? {
         guard !response.bodyExcerpt.isEmpty else { return nil }
         var text = String(decoding: response.bodyExcerpt, as: UTF8.self)
-        if text.contains("\0") { text = text.replacingOccurrences(of: "\0", with: "") }
+        if text.utf8.contains(0) { text = text.replacingOccurrences(of: "\0", with: "") }
         while text.utf8.count > response.bodyExcerpt.count { text.removeLast() }
         return text
     }

@@ -72,7 +72,14 @@ public struct HeaderFields: Sendable, Equatable, Sequence, ExpressibleByDictiona
     /// Whether a field named `name` (case-insensitive) is present.
     public func contains(_ name: String) -> Bool { first(name) != nil }
 
+    /// Whether two field names are the same but for ASCII case (HTTP's rule), compared byte
+    /// by byte: every delivery asks this of each of its fields, and lowercasing both names
+    /// made two strings each time.
     static func sameName(_ a: String, _ b: String) -> Bool {
-        a.utf8.count == b.utf8.count && a.lowercased() == b.lowercased()
+        a.utf8.count == b.utf8.count && a.utf8.elementsEqual(b.utf8) { asciiLower($0) == asciiLower($1) }
+    }
+
+    private static func asciiLower(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
     }
 }

@@ -201,12 +201,13 @@ public final class PooledHTTPTransport: HTTPTransport {
     static func head(of request: OutboundRequest, host: String, port: Int, secure: Bool) -> HTTPRequestHead {
         var headers = HTTPHeaders()
         if request.headers["host"] == nil {
-            let name = host.contains(":") ? "[\(host)]" : host
+            let name = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
             headers.add(name: "Host", value: port == (secure ? 443 : 80) ? name : "\(name):\(port)")
         }
         for field in request.headers {
-            let lower = field.name.lowercased()
-            if lower == "content-length" || lower == "transfer-encoding" { continue }
+            if HeaderFields.sameName(field.name, "content-length") || HeaderFields.sameName(field.name, "transfer-encoding") {
+                continue
+            }
             headers.add(name: field.name, value: field.value)
         }
         let method = HTTPMethod(rawValue: request.method.uppercased())
