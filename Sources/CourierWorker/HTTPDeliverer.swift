@@ -143,7 +143,7 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         var request = makeRequest(job, traceparent: traceparent)
         let host: String
         do {
-            host = try request.validate().host
+            host = try request.validateRemembering().host
         } catch {
             return .failure(.invalidRequest, error: "invalid request: \(error)")
         }

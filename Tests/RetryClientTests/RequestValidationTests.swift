@@ -156,6 +156,38 @@ final class RequestValidationTests: XCTestCase {
         XCTAssertEqual(Self.error { try bad.validate() }?.field, .headers)
     }
 
+    /// A request validated once remembers its URL's parts; a later validation reuses them only
+    /// for the same URL within the same length limit, and checks everything else again.
+    func testARememberedURLIsReusedOnlyWhileItIsTheSame() throws {
+        var request = OutboundRequest(url: "https://Example.com:8443/h", headers: ["X-A": "1"])
+        let first = try request.validateRemembering()
+        XCTAssertEqual(first.host, "Example.com")
+        XCTAssertEqual(first.port, 8443)
+        let again = try request.validate()
+        XCTAssertEqual(again.scheme, "https")
+        XCTAssertEqual(again.host, "Example.com")
+        XCTAssertEqual(again.port, 8443)
+        XCTAssertEqual(request, OutboundRequest(url: "https://Example.com:8443/h", headers: ["X-A": "1"]))
+        // A changed URL is taken apart again: a bad one is refused, a good one answers for itself.
+        var changed = request
+        changed.url = "https://example.com:70000/h"
+        XCTAssertEqual(Self.error { try changed.validate() }?.field, .url)
+        changed.url = "http://other.example/h"
+        XCTAssertEqual(try changed.validate().host, "other.example")
+        XCTAssertEqual(try changed.validate().port, 80)
+        // A transport with a shorter URL limit still enforces it.
+        var limits = RequestLimits()
+        limits.maximumURLBytes = 10
+        XCTAssertEqual(Self.error { try request.validate(limits: limits) }?.field, .url)
+        // Headers and method are checked every time.
+        var headers = request
+        headers.headers.add("X-B", "1\r\n2")
+        XCTAssertEqual(Self.error { try headers.validate() }?.field, .headers)
+        var method = request
+        method.method = "GET /"
+        XCTAssertEqual(Self.error { try method.validate() }?.field, .method)
+    }
+
     private static func error(_ body: () throws -> Void) -> RequestValidationError? {
         do {
             try body()

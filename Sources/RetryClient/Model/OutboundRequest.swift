@@ -21,6 +21,12 @@ public struct OutboundRequest: Sendable, Equatable {
     /// certificate verification still use the URL's host.
     public var connectAddress: String?
 
+    /// The URL as ``validateRemembering(limits:)`` last took it apart, with the answer: a
+    /// delivery is validated by its deliverer and again by the transport, and taking the URL
+    /// apart (Foundation's parse included) is most of that cost. Used only while `url` is
+    /// still the same text; not part of the request's equality.
+    var checkedURL: (url: String, target: (scheme: String, host: String, port: Int))?
+
     /// Creates a request.
     ///
     /// - Parameters:
@@ -44,5 +50,13 @@ public struct OutboundRequest: Sendable, Equatable {
         self.body = body
         self.timeout = timeout
         self.connectAddress = connectAddress
+    }
+}
+
+extension OutboundRequest {
+    /// Equal when every field a receiver could see or a transport uses is equal.
+    public static func == (a: OutboundRequest, b: OutboundRequest) -> Bool {
+        a.method == b.method && a.url == b.url && a.headers == b.headers && a.body == b.body
+            && a.timeout == b.timeout && a.connectAddress == b.connectAddress
     }
 }

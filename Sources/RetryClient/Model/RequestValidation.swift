@@ -60,7 +60,14 @@ public enum RequestValidation {
         _ request: OutboundRequest, limits: RequestLimits = .init()
     ) throws -> (scheme: String, host: String, port: Int) {
         try validate(method: request.method, limits: limits)
-        let target = try target(ofURL: request.url, limits: limits)
+        let target: (scheme: String, host: String, port: Int)
+        if let checked = request.checkedURL, checked.url == request.url,
+            request.url.utf8.count <= limits.maximumURLBytes
+        {
+            target = checked.target
+        } else {
+            target = try self.target(ofURL: request.url, limits: limits)
+        }
         try validate(headers: request.headers, limits: limits)
         if let address = request.connectAddress, !isIPLiteral(address) {
             throw RequestValidationError(
@@ -88,8 +95,9 @@ public enum RequestValidation {
     /// The scheme, host (brackets removed, as written) and port of `url`, or the problem.
     ///
     /// Once every byte is known to be printable ASCII, the URL is taken apart byte by byte:
-    /// every delivery runs this twice (the deliverer, then the transport), and walking it by
-    /// `Character`, with Foundation's `range(of:)`, was a seventh of a worker's CPU.
+    /// every delivery runs this (the deliverer, whose answer the transport reuses through
+    /// `validateRemembering`), and walking it by `Character`, with Foundation's `range(of:)`,
+    /// was a seventh of a worker's CPU.
     public static func target(
         ofURL url: String, limits: RequestLimits = .init()
     ) throws -> (scheme: String, host: String, port: Int) {
@@ -251,5 +259,17 @@ extension OutboundRequest {
     @discardableResult
     public func validate(limits: RequestLimits = .init()) throws -> (scheme: String, host: String, port: Int) {
         try RequestValidation.validate(self, limits: limits)
+    }
+
+    /// ``validate(limits:)``, remembering the URL's parts in the request, so that validating it
+    /// again (the transport does) costs a comparison of the URL instead of taking it apart,
+    /// as long as `url` has not changed. Everything else is checked again every time.
+    @discardableResult
+    public mutating func validateRemembering(limits: RequestLimits = .init()) throws
+        -> (scheme: String, host: String, port: Int)
+    {
+        let target = try RequestValidation.validate(self, limits: limits)
+        checkedURL = (url, target)
+        return target
     }
 }
