@@ -271,4 +271,26 @@ final class PooledHTTPTransportTests: XCTestCase {
         }
         XCTAssertEqual(receiver.requests, 0)
     }
+
+    /// Trust roots that cannot be loaded do not stop the transport: its TLS context is made at
+    /// the first `https` connection, so plain HTTP works and every `https` request fails the
+    /// same way, with the reason.
+    func testUnreadableTrustRootsFailEveryHTTPSRequestAndNoPlainOne() async throws {
+        let transport = transport { $0.additionalTrustRootFiles = ["/nonexistent/courier-ca.pem"] }
+        XCTAssertEqual(
+            PooledHTTPTransport.tlsProblem(in: transport.configuration), "cannot read /nonexistent/courier-ca.pem")
+        let plain = try await server(.respondEach(RawTCPServer.keepAliveResponse))
+        let response = try await transport.send(Self.pinned("receiver.localhost", plain))
+        XCTAssertEqual(response.status, 200)
+        for _ in 0..<2 {
+            do {
+                let response = try await transport.send(Self.pinned("receiver.localhost", plain, scheme: "https"))
+                XCTFail("expected a TLS failure, got \(response.status)")
+            } catch let error as TransportError {
+                XCTAssertEqual(error.kind, .tlsFailure, "\(error)")
+                XCTAssertTrue(error.message.contains("cannot read /nonexistent/courier-ca.pem"), error.message)
+            }
+        }
+        XCTAssertEqual(Self.requests(plain), 1, "no https request reached the plain server")
+    }
 }

@@ -67,7 +67,7 @@ public final class PooledHTTPTransport: HTTPTransport {
     /// request as a ``TransportError/Kind/tlsFailure``, not the creation.
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
-        let tls = Result { try Self.tlsContext(configuration) }
+        let tls = LazyTLSContext { try Self.tlsContext(configuration) }
         let group = MultiThreadedEventLoopGroup.singleton
         pool = ConnectionPool(
             limits: .init(
@@ -235,7 +235,7 @@ public final class PooledHTTPTransport: HTTPTransport {
     /// Opens connection `id` for `key`: TCP to the checked address (or the resolved host),
     /// TLS with the URL's host as SNI and certificate name, then the HTTP/1.1 codec.
     private static func connect(
-        _ key: PoolKey, id: Int, timeout: Duration, tls: Result<NIOSSLContext, any Error>,
+        _ key: PoolKey, id: Int, timeout: Duration, tls: LazyTLSContext,
         group: MultiThreadedEventLoopGroup
     ) async throws -> PooledConnection {
         let context: NIOSSLContext? = key.secure ? try tls.get() : nil
@@ -289,4 +289,26 @@ private final class HandshakeSlot: @unchecked Sendable {
 
     func set(_ future: EventLoopFuture<Void>) { lock.withLock { value = future } }
     var future: EventLoopFuture<Void>? { lock.withLock { value } }
+}
+
+/// The transport's TLS context, made at its first `https` connection and kept: reading the
+/// system's trust roots takes tens of milliseconds, which a worker starting to deliver plain
+/// HTTP, or one that never sends HTTPS, need not wait for. A context that cannot be made
+/// fails every `https` request the same way.
+final class LazyTLSContext: @unchecked Sendable {
+    private let lock = NSLock()
+    private let make: @Sendable () throws -> NIOSSLContext
+    // Guarded by `lock`.
+    private var made: Result<NIOSSLContext, any Error>?
+
+    init(_ make: @escaping @Sendable () throws -> NIOSSLContext) { self.make = make }
+
+    func get() throws -> NIOSSLContext {
+        try lock.withLock {
+            if let made { return made }
+            let result = Result { try make() }
+            made = result
+            return result
+        }.get()
+    }
 }
