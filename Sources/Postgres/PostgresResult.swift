@@ -54,7 +54,8 @@ public final class PostgresResult: @unchecked Sendable {
             return nil
         }
         let length = Int(PQgetlength(handle, Int32(row), Int32(column)))
-        return value.withMemoryRebound(to: UInt8.self, capacity: length) { UnsafeBufferPointer(start: $0, count: length) }
+        // libpq's `char` bytes read as `UInt8`, their unsigned counterpart (a related type).
+        return UnsafeBufferPointer(start: UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self), count: length)
     }
 
     func text(row: Int, column: Int) -> String? {
