@@ -1,6 +1,7 @@
 /// A one-dimensional array parameter (`text[]`, `bigint[]`, `timestamptz[]`, ...), sent in
-/// PostgreSQL's array text form with every element quoted, so any element type works with a
-/// cast in the statement (`$1::bigint[]`).
+/// PostgreSQL's array text form: texts quoted, integers, booleans and timestamps as they are
+/// (nothing in them needs quoting), so any element type works with a cast in the statement
+/// (`$1::bigint[]`).
 ///
 /// Used to send a whole batch in one bound parameter per column, e.g. `unnest($1::bigint[])`.
 public struct PostgresArray: PostgresEncodable, Sendable {
@@ -22,22 +23,18 @@ public struct PostgresArray: PostgresEncodable, Sendable {
     /// metadata cost more than writing the elements (perf, the worker's outcome batch).
     @inlinable
     public init<Element: PostgresEncodable>(_ elements: [Element]) {
-        var bytes: [UInt8] = [UInt8(ascii: "{")]
-        bytes.reserveCapacity(elements.count * 12 + 2)
-        for index in elements.indices {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            elements[index].appendArrayElement(to: &bytes)
+        self.init(count: elements.count) { bytes in
+            for index in elements.indices {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                elements[index].appendArrayElement(to: &bytes)
+            }
         }
-        bytes.append(UInt8(ascii: "}"))
-        self.init(literal: String(decoding: bytes, as: UTF8.self))
     }
-
-    @usableFromInline
-    init(literal: String) { self.literal = literal }
 
     /// Built as UTF-8 bytes: the complete batch of a busy worker encodes thousands of elements
     /// per second, and appending scalar by scalar to a String showed in profiles.
-    private init(count: Int, elements: (inout [UInt8]) -> Void) {
+    @usableFromInline
+    init(count: Int, elements: (inout [UInt8]) -> Void) {
         var bytes: [UInt8] = [UInt8(ascii: "{")]
         bytes.reserveCapacity(count * 12 + 2)
         elements(&bytes)

@@ -36,17 +36,6 @@ public final class PostgresResult: @unchecked Sendable {
 
     func isNull(row: Int, column: Int) -> Bool { PQgetisnull(handle, Int32(row), Int32(column)) == 1 }
 
-    /// Calls `body` with the value's bytes as libpq holds them (no copy); nil for NULL.
-    func withBytes<T>(row: Int, column: Int, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T? {
-        guard !isNull(row: row, column: column), let value = PQgetvalue(handle, Int32(row), Int32(column)) else {
-            return nil
-        }
-        let length = Int(PQgetlength(handle, Int32(row), Int32(column)))
-        return value.withMemoryRebound(to: UInt8.self, capacity: length) {
-            body(UnsafeBufferPointer(start: $0, count: length))
-        }
-    }
-
     /// The value's bytes as libpq holds them, valid while this result lives; nil for NULL.
     @usableFromInline
     func bytes(row: Int, column: Int) -> UnsafeBufferPointer<UInt8>? {
@@ -115,7 +104,7 @@ public struct PostgresRow: Sendable {
     /// `ResultFormat.binary` a `bytea` value is its bytes.
     public func rawBytes(_ column: Int) -> [UInt8]? {
         guard column >= 0, column < result.columns.count else { return nil }
-        return result.withBytes(row: index, column: column) { Array($0) }
+        return result.bytes(row: index, column: column).map { Array($0) }
     }
 
     /// Decodes a non-null column by name.
