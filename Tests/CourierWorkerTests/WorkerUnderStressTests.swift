@@ -220,13 +220,19 @@ final class WorkerUnderStressTests: WorkerTestCase {
         // frozen session then holds the claim's row locks, which the new connection waits for,
         // until the server ends it (with the default, a minute of this test). The same paths,
         // noticed sooner; ConnectionSettingsTests holds the defaults, which give the worker its
-        // 30 s.
+        // 30 s. The lease is scaled down too (20 s instead of 60 s): when the freeze catches a
+        // claim's COMMIT after the server applied it, the worker never learns of those jobs, and
+        // only the rescue of their expired lease sends them; with the default that came after
+        // this test's 60 s wait (seen once in CI: five jobs still running, never sent). 20 s stays
+        // well above what the freeze can delay a real outcome (the 3 s deadline, then up to 5 s
+        // for the frozen session's locks), so no job is sent twice.
         let deadline = 3.0
         var settings = PostgresConnection.Settings.worker
         settings.statementTimeout = .seconds(2)
         settings.queryTimeout = .seconds(deadline)
         settings.idleInTransactionSessionTimeout = .seconds(5)
-        _ = try startPool(id: "silent-peer", concurrency: 8, databaseURL: try proxy.url(for: url), connection: settings)
+        _ = try startPool(
+            id: "silent-peer", concurrency: 8, lease: .seconds(20), databaseURL: try proxy.url(for: url), connection: settings)
         try await waitForRequests(10)
         // Every connection open now stops forwarding without closing (the kernel keeps ACKing,
         // so only the worker's own deadline can notice); new connections get through.
