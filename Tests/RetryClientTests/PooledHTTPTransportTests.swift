@@ -124,6 +124,35 @@ final class PooledHTTPTransportTests: XCTestCase {
         XCTAssertEqual(slow.connections, 6)
     }
 
+    func testTheAnswerToAHeadHasNoBodyWhateverItsLengthAndTheConnectionIsKept() async throws {
+        // Every answer announces 5 bytes and sends none: right for a HEAD, which the response
+        // decoder must know of, or it would wait for 5 bytes that never come.
+        let server = try await server(.respondEach(Array("HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n".utf8)))
+        let transport = transport()
+        for _ in 0..<3 {
+            let response = try await transport.send(
+                OutboundRequest(method: "HEAD", url: "http://head.invalid:\(server.port)/hook", connectAddress: "127.0.0.1"))
+            XCTAssertEqual(response.status, 200)
+            XCTAssertEqual(response.bodyExcerpt, [])
+        }
+        XCTAssertEqual(server.connections, 1, "one kept connection for every HEAD")
+        XCTAssertEqual(
+            String(decoding: server.received, as: UTF8.self).components(separatedBy: "HEAD /hook HTTP/1.1\r\n").count - 1, 3)
+    }
+
+    func testARequestThatAsksForConnectionCloseIsNotSentOnItsConnectionAgain() async throws {
+        let server = try await server(.respondEach(RawTCPServer.keepAliveResponse))
+        let transport = transport()
+        for _ in 0..<2 {
+            var request = Self.pinned("closing.invalid", server)
+            request.headers.add("Connection", "close")
+            let response = try await transport.send(request)
+            XCTAssertEqual(response.status, 200)
+        }
+        XCTAssertEqual(server.connections, 2)
+        XCTAssertEqual(Self.requests(server), 2)
+    }
+
     func testReceiverThatDropsAnIdleConnectionAsTheRequestComesDoesNotFailIt() async throws {
         // Answers once per connection with keep-alive, then closes it on the next request
         // unanswered: the pooled connection is stale just as it is reused.
@@ -173,22 +202,36 @@ final class PooledHTTPTransportTests: XCTestCase {
 
     // MARK: Large bodies
 
-    func testOneMebibyteBodiesArriveWholeOnOneKeptConnection() async throws {
+    /// Sends each of `bodies` to a sink on one transport and checks that each arrived as sent,
+    /// over one connection kept throughout.
+    private func assertBodiesArriveWholeOnOneConnection(_ bodies: [[UInt8]]) async throws {
         let received = ResultBox<[UInt8]>()
         let sink = try await HTTPSink.start { request in
             received.set(.success(request.body))
             return .respond(status: 200)
         }
         let transport = transport()
-        for n in 0..<3 {
-            let body = (0..<1_048_576).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ n) }
+        for body in bodies {
             let response = try await transport.send(
-                OutboundRequest(url: sink.baseURL + "/big", body: body, connectAddress: "127.0.0.1"))
-            XCTAssertEqual(response.status, 200)
-            XCTAssertTrue(try received.get() == body, "request \(n): the body arrived changed")
+                OutboundRequest(url: sink.baseURL + "/body", body: body, connectAddress: "127.0.0.1"))
+            XCTAssertEqual(response.status, 200, "\(body.count) bytes")
+            XCTAssertTrue(try received.get() == body, "\(body.count) bytes: the body arrived changed")
         }
         XCTAssertEqual(transport.connectionCounts.open, 1, "the connection is kept after whole bodies")
         await sink.shutdown()
+    }
+
+    func testOneMebibyteBodiesArriveWholeOnOneKeptConnection() async throws {
+        try await assertBodiesArriveWholeOnOneConnection(
+            (0..<3).map { n in (0..<1_048_576).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ n) } })
+    }
+
+    func testBodiesAroundOneSliceArriveWhole() async throws {
+        // A body of at most one slice goes out in the head's write, a larger one in slices.
+        try await assertBodiesArriveWholeOnOneConnection(
+            [0, 1, 65_535, 65_536, 65_537, 3 * 65_536 + 7].map { size in
+                (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ size) }
+            })
     }
 
     func testAReceiverThatAnswersBeforeTheBodyIsInIsHeardAndItsConnectionNotReused() async throws {

@@ -175,7 +175,8 @@ public enum RequestValidation {
     }
 
     /// Where the first `://` of `bytes` starts.
-    static func firstSeparator(in bytes: [UInt8]) -> Int? {
+    static func firstSeparator<Bytes: RandomAccessCollection<UInt8>>(in bytes: Bytes) -> Int?
+    where Bytes.Index == Int {
         guard bytes.count >= 3 else { return nil }
         for index in 0...(bytes.count - 3)
         where bytes[index] == UInt8(ascii: ":") && bytes[index + 1] == UInt8(ascii: "/")

@@ -139,7 +139,7 @@ public final class PooledHTTPTransport: HTTPTransport {
         let key = PoolKey(
             secure: target.scheme == "https", host: target.host.lowercased(), port: target.port,
             address: request.connectAddress)
-        let head = Self.head(of: request, host: target.host, port: target.port, secure: key.secure)
+        let head = Self.requestHead(of: request, host: target.host, port: target.port, secure: key.secure)
         let body = request.body
         let timeout = request.timeout ?? configuration.totalTimeout
         let limit = configuration.maximumExcerptBytes
@@ -185,51 +185,109 @@ public final class PooledHTTPTransport: HTTPTransport {
 
     /// Sends `head` and `body` on `connection`; cancelling the task closes the connection.
     private static func exchange(
-        on connection: PooledConnection, head: HTTPRequestHead, body: [UInt8]?, limit: Int
+        on connection: PooledConnection, head: RequestHead, body: [UInt8]?, limit: Int
     ) async throws -> HTTPExchangeResult {
         let promise = connection.channel.eventLoop.makePromise(of: HTTPExchangeResult.self)
         return try await withTaskCancellationHandler {
-            connection.start(HTTPExchange(head: head, body: body, excerptLimit: limit, promise: promise))
+            connection.start(
+                HTTPExchange(
+                    method: head.method, head: head.bytes, keepAlive: head.keepAlive, body: body,
+                    excerptLimit: limit, promise: promise))
             return try await promise.futureResult.get()
         } onCancel: {
             connection.close()
         }
     }
 
-    /// The request head: the URL's path and query, `Host` from the URL unless the request
-    /// sets one, and the body's `Content-Length` in place of any framing header it carries.
-    static func head(of request: OutboundRequest, host: String, port: Int, secure: Bool) -> HTTPRequestHead {
-        var headers = HTTPHeaders()
+    /// A request's head as it goes on the wire, with what the connection needs to know of it.
+    struct RequestHead {
+        var method: HTTPMethod
+        /// The request line, the header fields and the empty line after them.
+        var bytes: ByteBuffer
+        /// Whether the request lets the connection stay open (no `close` in `Connection`).
+        var keepAlive: Bool
+    }
+
+    /// The request head of a request that passed validation: the method in upper case, the
+    /// URL's path and query, `Host` from the URL unless the request sets one, the request's
+    /// fields as they are, and the body's `Content-Length` in place of any framing field it
+    /// carries (`Content-Length: 0` for a POST, PUT or PATCH without a body).
+    static func requestHead(of request: OutboundRequest, host: String, port: Int, secure: Bool) -> RequestHead {
+        let methodName = request.method.uppercased()
+        var estimate = methodName.utf8.count + request.url.utf8.count + host.utf8.count + 64
+        for field in request.headers { estimate += field.name.utf8.count + field.value.utf8.count + 4 }
+        var bytes = ByteBufferAllocator().buffer(capacity: estimate)
+        bytes.writeString(methodName)
+        bytes.writeInteger(UInt8(ascii: " "))
+        writeRequestTarget(of: request.url, to: &bytes)
+        bytes.writeStaticString(" HTTP/1.1\r\n")
         if request.headers["host"] == nil {
-            let name = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
-            headers.add(name: "Host", value: port == (secure ? 443 : 80) ? name : "\(name):\(port)")
+            bytes.writeStaticString("Host: ")
+            let bracketed = host.utf8.contains(UInt8(ascii: ":"))
+            if bracketed { bytes.writeInteger(UInt8(ascii: "[")) }
+            bytes.writeString(host)
+            if bracketed { bytes.writeInteger(UInt8(ascii: "]")) }
+            if port != (secure ? 443 : 80) {
+                bytes.writeInteger(UInt8(ascii: ":"))
+                bytes.writeString(String(port))
+            }
+            bytes.writeStaticString("\r\n")
         }
+        var keepAlive = true
         for field in request.headers {
             if HeaderFields.sameName(field.name, "content-length") || HeaderFields.sameName(field.name, "transfer-encoding") {
                 continue
             }
-            headers.add(name: field.name, value: field.value)
+            if keepAlive, HeaderFields.sameName(field.name, "connection"), Self.namesClose(field.value) {
+                keepAlive = false
+            }
+            bytes.writeString(field.name)
+            bytes.writeStaticString(": ")
+            bytes.writeString(field.value)
+            bytes.writeStaticString("\r\n")
         }
-        let method = HTTPMethod(rawValue: request.method.uppercased())
+        let method = HTTPMethod(rawValue: methodName)
         if let body = request.body {
-            headers.add(name: "Content-Length", value: String(body.count))
+            bytes.writeStaticString("Content-Length: ")
+            bytes.writeString(String(body.count))
+            bytes.writeStaticString("\r\n")
         } else if method == .POST || method == .PUT || method == .PATCH {
-            headers.add(name: "Content-Length", value: "0")
+            bytes.writeStaticString("Content-Length: 0\r\n")
         }
-        return HTTPRequestHead(version: .http1_1, method: method, uri: requestTarget(of: request.url), headers: headers)
+        bytes.writeStaticString("\r\n")
+        return RequestHead(method: method, bytes: bytes, keepAlive: keepAlive)
+    }
+
+    /// Whether a `Connection` field's value lists the `close` option (case-insensitive).
+    static func namesClose(_ value: String) -> Bool {
+        value.split(separator: ",").contains { option in
+            HeaderFields.sameName(option.trimmingCharacters(in: .whitespaces), "close")
+        }
     }
 
     /// The origin-form target of an absolute URL that passed validation: its path and query,
     /// `/` when it has no path, never its fragment.
     static func requestTarget(of url: String) -> String {
-        let bytes = Array(url.utf8)
-        guard let separator = RequestValidation.firstSeparator(in: bytes) else { return "/" }
-        var start = separator + 3
-        while start < bytes.count, !RequestValidation.isAuthorityEnd(bytes[start]) { start += 1 }
-        let end = bytes[start...].firstIndex(of: UInt8(ascii: "#")) ?? bytes.count
-        if start == end { return "/" }
-        let rest = String(decoding: bytes[start..<end], as: UTF8.self)
-        return bytes[start] == UInt8(ascii: "/") ? rest : "/" + rest
+        var buffer = ByteBuffer()
+        writeRequestTarget(of: url, to: &buffer)
+        return buffer.readString(length: buffer.readableBytes) ?? "/"
+    }
+
+    /// Writes ``requestTarget(of:)`` of `url` to `buffer`.
+    static func writeRequestTarget(of url: String, to buffer: inout ByteBuffer) {
+        var url = url
+        url.withUTF8 { bytes in
+            guard let separator = RequestValidation.firstSeparator(in: bytes) else {
+                buffer.writeInteger(UInt8(ascii: "/"))
+                return
+            }
+            var start = separator + 3
+            while start < bytes.count, !RequestValidation.isAuthorityEnd(bytes[start]) { start += 1 }
+            var end = start
+            while end < bytes.count, bytes[end] != UInt8(ascii: "#") { end += 1 }
+            if start == end || bytes[start] != UInt8(ascii: "/") { buffer.writeInteger(UInt8(ascii: "/")) }
+            buffer.writeBytes(UnsafeBufferPointer(rebasing: bytes[start..<end]))
+        }
     }
 
     /// Opens connection `id` for `key`: TCP to the checked address (or the resolved host),
@@ -254,8 +312,11 @@ public final class PooledHTTPTransport: HTTPTransport {
                         handshake.set(watcher.handshake.futureResult)
                         try channel.pipeline.syncOperations.addHandler(watcher)
                     }
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(HTTPExchangeHandler())
+                    // NIO's response decoder; the request's bytes are the transport's own.
+                    let decoder = HTTPResponseDecoder()
+                    try channel.pipeline.syncOperations.addHandler(
+                        ByteToMessageHandler(HTTPResponseDecoding(decoder: decoder)))
+                    try channel.pipeline.syncOperations.addHandler(HTTPExchangeHandler(decoder: decoder))
                 }
             }
         let channel: any Channel

@@ -3,9 +3,16 @@ import NIOHTTP1
 
 /// One request to write on a pooled connection, and the promise of what came back.
 struct HTTPExchange: Sendable {
-    var head: HTTPRequestHead
-    /// The body as the request holds it: written in slices of ``HTTPExchangeHandler/sliceBytes``
-    /// as the connection takes them, never copied whole.
+    /// The request's method, for the response decoder: the answer to a HEAD has no body.
+    var method: HTTPMethod
+    /// The request line and header fields, up to and including the empty line
+    /// (``PooledHTTPTransport/requestHead(of:host:port:secure:)``).
+    var head: ByteBuffer
+    /// Whether the request lets the connection stay open (no `Connection: close`).
+    var keepAlive: Bool
+    /// The body as the request holds it: a body of at most ``HTTPExchangeHandler/sliceBytes``
+    /// goes out in the head's write, a larger one in slices of that size as the connection takes
+    /// them, never copied whole.
     var body: [UInt8]?
     /// Most body bytes kept; reading stops there and the connection is closed.
     var excerptLimit: Int
@@ -32,6 +39,12 @@ struct HTTPExchangeFailure: Error {
 /// The end of a pooled connection's pipeline: writes one ``HTTPExchange`` at a time and
 /// completes its promise with the response head and at most `excerptLimit` body bytes.
 ///
+/// The request goes to the socket (or the TLS handler) as the bytes the transport serialized,
+/// head and a small body in one write, past NIO's request encoder and its header validator: the
+/// transport's ``RequestValidation`` has checked the method, URL and every header field before.
+/// Only the response decoder is NIO's, and it is told each request's method here, as the
+/// encoder would have told it.
+///
 /// It never buffers more than the excerpt: past the limit it completes the promise and closes
 /// the connection rather than draining the body. A connection closed, reset or failing while
 /// an exchange runs fails it; bytes arriving with no exchange running close the connection.
@@ -42,7 +55,7 @@ struct HTTPExchangeFailure: Error {
 final class HTTPExchangeHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundIn = HTTPExchange
-    typealias OutboundOut = HTTPClientRequestPart
+    typealias OutboundOut = ByteBuffer
 
     private struct Running {
         var exchange: HTTPExchange
@@ -59,7 +72,12 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
     /// Bytes of a body written at a time: 64 KiB.
     static let sliceBytes = 65_536
 
-    init() {}
+    /// The connection's response decoder, the one in the pipeline before this handler.
+    private let decoder: HTTPResponseDecoder
+
+    init(decoder: HTTPResponseDecoder) {
+        self.decoder = decoder
+    }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let exchange = unwrapOutboundIn(data)
@@ -69,14 +87,24 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
             promise?.fail(error)
             return
         }
-        running = Running(exchange: exchange, requestKeepAlive: exchange.head.isKeepAlive)
-        context.write(wrapOutboundOut(.head(exchange.head)), promise: nil)
-        sending = (exchange.body ?? [], 0, promise)
-        writeBody(context: context, flush: false)
+        running = Running(exchange: exchange, requestKeepAlive: exchange.keepAlive)
+        // The decoder reads the answer to a HEAD without a body, whatever its Content-Length.
+        decoder.write(data: .head(HTTPRequestHead(version: .http1_1, method: exchange.method, uri: "")))
+        var head = exchange.head
+        let body = exchange.body ?? []
+        if body.count <= Self.sliceBytes {
+            head.writeBytes(body)
+            context.writeAndFlush(wrapOutboundOut(head), promise: promise)
+        } else {
+            context.write(wrapOutboundOut(head), promise: nil)
+            sending = (body, 0, promise)
+            writeBody(context: context)
+        }
     }
 
-    /// Writes slices of the body while the channel is writable, then the request's end.
-    private func writeBody(context: ChannelHandlerContext, flush: Bool) {
+    /// Writes slices of the body while the channel is writable; the last one carries the
+    /// promise of the request's end.
+    private func writeBody(context: ChannelHandlerContext) {
         guard var current = sending else { return }
         sending = nil
         var wrote = false
@@ -89,15 +117,14 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
             let end = min(current.offset + Self.sliceBytes, current.body.count)
             let slice = context.channel.allocator.buffer(bytes: current.body[current.offset..<end])
             current.offset = end
-            context.write(wrapOutboundOut(.body(.byteBuffer(slice))), promise: nil)
+            context.write(wrapOutboundOut(slice), promise: end == current.body.count ? current.end : nil)
             wrote = true
         }
-        context.write(wrapOutboundOut(.end(nil)), promise: current.end)
-        if flush || wrote { context.flush() }
+        context.flush()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable, sending != nil { writeBody(context: context, flush: true) }
+        if context.channel.isWritable, sending != nil { writeBody(context: context) }
         context.fireChannelWritabilityChanged()
     }
 
@@ -171,5 +198,32 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
         guard let current = running else { return }
         running = nil
         current.exchange.promise.fail(HTTPExchangeFailure(underlying: error, responseStarted: current.head != nil))
+    }
+}
+
+/// NIO's response decoder as the pipeline's decoder, without its watch over the requests
+/// written: ``HTTPExchangeHandler`` writes bytes, not request parts, and tells the decoder each
+/// request's method itself.
+struct HTTPResponseDecoding: ByteToMessageDecoder {
+    typealias InboundOut = HTTPClientResponsePart
+
+    let decoder: HTTPResponseDecoder
+
+    mutating func decoderAdded(context: ChannelHandlerContext) {
+        decoder.decoderAdded(context: context)
+    }
+
+    mutating func decoderRemoved(context: ChannelHandlerContext) {
+        decoder.decoderRemoved(context: context)
+    }
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        try decoder.decode(context: context, buffer: &buffer)
+    }
+
+    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws
+        -> DecodingState
+    {
+        try decoder.decodeLast(context: context, buffer: &buffer, seenEOF: seenEOF)
     }
 }
