@@ -21,5 +21,6 @@ public enum EmbeddedMigrations {
         Migration(
             fileName: "0015_attempts_without_key_share.sql", bytes: PackageResources._015_attempts_without_key_share_sql),
         Migration(fileName: "0016_finished_jobs_one_index.sql", bytes: PackageResources._016_finished_jobs_one_index_sql),
+        Migration(fileName: "0017_queue_check_over_bytes.sql", bytes: PackageResources._017_queue_check_over_bytes_sql),
     ]
 }
