@@ -224,6 +224,18 @@ enum PostgresBytea {
 /// Text forms of `timestamptz`. Connections set `DateStyle = ISO` and `TimeZone = UTC`, so the
 /// server sends `2026-11-22 20:30:00.123456+00`.
 public enum PostgresTimestamp {
+    /// Microseconds from 1970-01-01 00:00 UTC to `date`, rounded to the microsecond as
+    /// ``format(_:)`` rounds it; for a statement that rebuilds the time as `timestamptz 'epoch'
+    /// + n * interval '1 microsecond'`, cheaper for the server than parsing text. Dates beyond
+    /// ±9 × 10^12 seconds (or not finite) are clamped there, which the server refuses as out of
+    /// range.
+    public static func microseconds(since1970 date: Date) -> Int64 {
+        var interval = date.timeIntervalSince1970
+        if !interval.isFinite || abs(interval) > 9e12 { interval = interval < 0 ? -9e12 : 9e12 }
+        let whole = interval.rounded(.down)
+        return Int64(whole) * 1_000_000 + Int64(((interval - whole) * 1_000_000).rounded())
+    }
+
     /// Formats a date as `2026-11-22T20:30:00.123456Z`.
     ///
     /// Total for every `Date`: seconds and microseconds are computed apart (a year-300000 date

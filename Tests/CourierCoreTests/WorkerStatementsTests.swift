@@ -112,7 +112,8 @@ final class WorkerStatementsTests: XCTestCase {
         let ids = try enqueue(3)
         let store = JobStore(connection: connection, workerID: "w1")
         let claimed = try store.claim(queues: [queue], limit: 3, lease: .seconds(30))
-        let now = Date()
+        // A time with all six decimals: the statement receives it as microseconds since 1970.
+        let now = Date(timeIntervalSince1970: 1_795_000_000.123456)
         let results: [Delivery] = [
             .delivered(status: 200), .response(status: 503, error: "HTTP 503"),
             .response(status: 400, error: "HTTP 400"),
@@ -139,6 +140,14 @@ final class WorkerStatementsTests: XCTestCase {
         XCTAssertEqual(attempts.count, 3)
         XCTAssertEqual(try attempts[0].decode(3, as: Int.self), 12)
         XCTAssertEqual(try attempts[2].decode(4, as: String.self), "w1")
+        let times = try connection.query(
+            """
+            SELECT to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'),
+                   to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')
+            FROM courier.attempts WHERE job_id = $1
+            """, [ids[0]])[0]
+        XCTAssertEqual(try times.decode(0, as: String.self), "2026-11-18 11:06:40.123456")
+        XCTAssertEqual(try times.decode(1, as: String.self), "2026-11-18 11:06:40.135456")
     }
 
     func testLateOutcomeAfterRescueChangesNothing() throws {

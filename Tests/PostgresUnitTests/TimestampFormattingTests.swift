@@ -42,4 +42,25 @@ final class TimestampFormattingTests: XCTestCase {
                 accuracy: max(2e-6, date.timeIntervalSince1970.magnitude.ulp * 2), text)
         }
     }
+
+    /// Microseconds since 1970 round as the text does: the time a statement rebuilds from them
+    /// is the one the text would have named.
+    func testMicrosecondsRoundAsTheTextDoes() {
+        XCTAssertEqual(PostgresTimestamp.microseconds(since1970: Date(timeIntervalSince1970: 0)), 0)
+        XCTAssertEqual(PostgresTimestamp.microseconds(since1970: Date(timeIntervalSince1970: -0.5)), -500_000)
+        XCTAssertEqual(PostgresTimestamp.microseconds(since1970: Date(timeIntervalSince1970: 1.9999996)), 2_000_000)
+        XCTAssertEqual(
+            PostgresTimestamp.microseconds(since1970: Date(timeIntervalSince1970: 1_795_000_000.123456)),
+            1_795_000_000_123_456)
+        for seconds in [Double.infinity, -Double.infinity, .nan, 1e300, -1e300] {
+            let micros = PostgresTimestamp.microseconds(since1970: Date(timeIntervalSince1970: seconds))
+            XCTAssertEqual(micros.magnitude, 9_000_000_000_000_000_000, "\(seconds)")
+        }
+        for _ in 0..<2_000 {
+            let date = Date(timeIntervalSince1970: Double.random(in: -62_167_219_200...253_402_300_799))
+            let micros = PostgresTimestamp.microseconds(since1970: date)
+            let again = Date(timeIntervalSince1970: Double(micros / 1_000_000) + Double(micros % 1_000_000) / 1_000_000)
+            XCTAssertEqual(PostgresTimestamp.format(again), PostgresTimestamp.format(date), "\(date.timeIntervalSince1970)")
+        }
+    }
 }

@@ -503,13 +503,14 @@ public enum WorkerStatements {
     ///
     /// Parameters are parallel arrays (one element per row): `$1` ids, `$2` attempts,
     /// `$3` target states, `$4` retry delays in ms (NULL unless retrying), `$5` statuses,
-    /// `$6` errors, `$7` started_at, `$8` finished_at, `$9` excerpts, `$11` whether the attempt
-    /// is spent (false for a postponed or parked job: its attempt count goes back by one, and
-    /// a job with no counted attempt left is `pending`), `$12` how many postponements to add,
-    /// `$13` the destination signals (the verdicts' `DeliveryPolicy.DestinationSignal`), `$14` whether the row is a request
-    /// repeated in process within the attempt (history only: it moves no job and signals
-    /// nothing; migration 0008); `$10` the worker id; `$15` and `$16` the fleet-wide
-    /// ``EndpointDisable`` (seconds, dead deliveries in a row).
+    /// `$6` errors, `$7` started_at and `$8` finished_at (microseconds since 1970), `$9` excerpts,
+    /// `$11` whether the attempt is spent (false for a postponed or parked job: its attempt count
+    /// goes back by one, and a job with no counted attempt left is `pending`), `$12` how many
+    /// postponements to add, `$13` the destination signals (the verdicts'
+    /// `DeliveryPolicy.DestinationSignal`), `$14` whether the row is a request repeated in
+    /// process within the attempt (history only: it moves no job and signals nothing; migration
+    /// 0008); `$10` the worker id; `$15` and `$16` the fleet-wide ``EndpointDisable`` (seconds,
+    /// dead deliveries in a row).
     ///
     /// The job update is guarded by `state = 'running' AND attempt AND locked_by`, so an
     /// outcome that arrives after a rescue changes nothing; its attempt row is still kept as
@@ -525,11 +526,17 @@ public enum WorkerStatements {
         (records: [AttemptRecord], workerID: String, endpointDisable: EndpointDisable)
     >("""
         WITH outcome AS (
-            SELECT * FROM unnest($1::bigint[], $2::int[], $3::courier.job_state[], $4::float8[], $5::int[],
-                                 $6::text[], $7::timestamptz[], $8::timestamptz[], $9::text[], $11::boolean[],
-                                 $12::int[], $13::text[], $14::boolean[])
+            -- Times come as microseconds since 1970: a timestamp parsed from text per element
+            -- cost the server more than the rest of reading the arrays.
+            SELECT o.id, o.attempt, o.state, o.delay_ms, o.status, o.error,
+                   timestamptz 'epoch' + o.started_us * interval '1 microsecond' AS started_at,
+                   timestamptz 'epoch' + o.finished_us * interval '1 microsecond' AS finished_at,
+                   o.excerpt, o.spent, o.postponed, o.signal, o.in_process, o.n
+            FROM unnest($1::bigint[], $2::int[], $3::courier.job_state[], $4::float8[], $5::int[],
+                        $6::text[], $7::bigint[], $8::bigint[], $9::text[], $11::boolean[],
+                        $12::int[], $13::text[], $14::boolean[])
                 WITH ORDINALITY
-                AS o(id, attempt, state, delay_ms, status, error, started_at, finished_at, excerpt, spent,
+                AS o(id, attempt, state, delay_ms, status, error, started_us, finished_us, excerpt, spent,
                      postponed, signal, in_process, n)
         ),
         updated AS (
@@ -600,7 +607,7 @@ public enum WorkerStatements {
     /// preceded by the requests repeated in process within it (history rows only, `$14`).
     static func outcomeArguments(_ records: [AttemptRecord], workerID: String) -> [any PostgresEncodable] {
         var ids: [Int64] = [], attempts: [Int] = [], states: [String] = [], delays: [Double?] = []
-        var statuses: [Int?] = [], errors: [String?] = [], started: [Date] = [], finished: [Date] = []
+        var statuses: [Int?] = [], errors: [String?] = [], started: [Int64] = [], finished: [Int64] = []
         var excerpts: [String?] = [], spent: [Bool] = [], postponed: [Int] = [], signals: [String] = []
         var inProcess: [Bool] = []
         for record in records {
@@ -615,8 +622,8 @@ public enum WorkerStatements {
                 spent.append(true)
                 postponed.append(0)
                 signals.append(DeliveryPolicy.DestinationSignal.none.rawValue)
-                started.append(earlier.startedAt)
-                finished.append(earlier.finishedAt)
+                started.append(PostgresTimestamp.microseconds(since1970: earlier.startedAt))
+                finished.append(PostgresTimestamp.microseconds(since1970: earlier.finishedAt))
                 excerpts.append(earlier.responseExcerpt)
                 inProcess.append(true)
             }
@@ -637,8 +644,8 @@ public enum WorkerStatements {
             spent.append(record.transition.spendsAttempt)
             if case .postpone = record.transition { postponed.append(1) } else { postponed.append(0) }
             signals.append(record.signal.rawValue)
-            started.append(record.startedAt)
-            finished.append(record.finishedAt)
+            started.append(PostgresTimestamp.microseconds(since1970: record.startedAt))
+            finished.append(PostgresTimestamp.microseconds(since1970: record.finishedAt))
             excerpts.append(delivery.responseExcerpt)
         }
         return [
