@@ -230,19 +230,15 @@ public enum PostgresTimestamp {
     /// ±9 × 10^12 seconds (or not finite) are clamped there, which the server refuses as out of
     /// range.
     public static func microseconds(since1970 date: Date) -> Int64 {
-        var interval = date.timeIntervalSince1970
-        if !interval.isFinite || abs(interval) > 9e12 { interval = interval < 0 ? -9e12 : 9e12 }
-        let whole = interval.rounded(.down)
-        return Int64(whole) * 1_000_000 + Int64(((interval - whole) * 1_000_000).rounded())
+        let (seconds, micros) = secondsAndMicroseconds(of: date)
+        guard seconds.magnitude < 9_000_000_000_000 else { return seconds < 0 ? -9_000_000_000_000_000_000 : 9_000_000_000_000_000_000 }
+        return seconds * 1_000_000 + micros
     }
 
-    /// Formats a date as `2026-11-22T20:30:00.123456Z`.
-    ///
-    /// Total for every `Date`: seconds and microseconds are computed apart (a year-300000 date
-    /// has more microseconds than `Int64` holds), and dates beyond ±10^14 seconds (or not
-    /// finite) are clamped there, which the server refuses as out of range instead of this
-    /// process trapping.
-    public static func format(_ date: Date) -> String {
+    /// Whole seconds since 1970 and the microseconds after them (0–999,999), the fraction
+    /// rounded to the microsecond. Computed apart: a year-300000 date has more microseconds
+    /// than `Int64` holds. Dates beyond ±10^14 seconds (or not finite) are clamped there.
+    static func secondsAndMicroseconds(of date: Date) -> (seconds: Int64, micros: Int64) {
         var interval = date.timeIntervalSince1970
         if !interval.isFinite || abs(interval) > 1e14 { interval = interval < 0 ? -1e14 : 1e14 }
         let whole = interval.rounded(.down)
@@ -252,6 +248,17 @@ public enum PostgresTimestamp {
             micros -= 1_000_000
             seconds += 1
         }
+        return (seconds, micros)
+    }
+
+    /// Formats a date as `2026-11-22T20:30:00.123456Z`.
+    ///
+    /// Total for every `Date`: seconds and microseconds are computed apart (a year-300000 date
+    /// has more microseconds than `Int64` holds), and dates beyond ±10^14 seconds (or not
+    /// finite) are clamped there, which the server refuses as out of range instead of this
+    /// process trapping.
+    public static func format(_ date: Date) -> String {
+        let (seconds, micros) = secondsAndMicroseconds(of: date)
         var days = seconds / 86_400
         var secOfDay = seconds % 86_400
         if secOfDay < 0 {
