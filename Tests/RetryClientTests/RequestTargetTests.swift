@@ -19,7 +19,11 @@ final class RequestTargetTests: XCTestCase {
             ("not a url", "/"),
         ]
         for (url, target) in cases {
-            XCTAssertEqual(PooledHTTPTransport.requestTarget(of: url), target, url)
+            let head = PooledHTTPTransport.requestHead(
+                of: OutboundRequest(method: "GET", url: url), host: "example.com", port: 80, secure: false)
+            let line = String(decoding: head.bytes.readableBytesView, as: UTF8.self)
+                .components(separatedBy: "\r\n")[0]
+            XCTAssertEqual(line, "GET \(target) HTTP/1.1", url)
         }
     }
 }

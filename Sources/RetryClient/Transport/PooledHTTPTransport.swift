@@ -265,15 +265,8 @@ public final class PooledHTTPTransport: HTTPTransport {
         }
     }
 
-    /// The origin-form target of an absolute URL that passed validation: its path and query,
-    /// `/` when it has no path, never its fragment.
-    static func requestTarget(of url: String) -> String {
-        var buffer = ByteBuffer()
-        writeRequestTarget(of: url, to: &buffer)
-        return buffer.readString(length: buffer.readableBytes) ?? "/"
-    }
-
-    /// Writes ``requestTarget(of:)`` of `url` to `buffer`.
+    /// Writes the origin-form target of an absolute URL that passed validation to `buffer`: its
+    /// path and query, `/` when it has no path, never its fragment.
     static func writeRequestTarget(of url: String, to buffer: inout ByteBuffer) {
         var url = url
         url.withUTF8 { bytes in
