@@ -105,6 +105,7 @@ let package = Package(
                 .embedInCode("Migrations/0015_attempts_without_key_share.sql"),
                 .embedInCode("Migrations/0016_finished_jobs_one_index.sql"),
                 .embedInCode("Migrations/0017_queue_check_over_bytes.sql"),
+                .embedInCode("Migrations/0018_destination_outcomes_by_probe.sql"),
             ],
             swiftSettings: strict
         ),

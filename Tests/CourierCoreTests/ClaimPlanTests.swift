@@ -94,6 +94,88 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
         }
     }
 
+    /// With 1,000 hosts known, a claim of 100 of them reads their destination rows one probe
+    /// per host, never by filtering rows with `host = ANY (hosts)`. `destinations` has not been
+    /// analyzed since its rows arrived (a worker's first minutes among new hosts): the generic
+    /// plan (`claimSettings`) then scanned all 1,000 rows comparing each with each of the 100
+    /// hosts, 2 ms of every claim.
+    func testAClaimAmongAThousandHostsNeverComparesEachDestinationWithEachHost() throws {
+        try connection.simpleQuery(
+            """
+            INSERT INTO courier.destinations (host)
+            SELECT 'h' || lpad(i::text, 4, '0') || '.example' FROM generate_series(0, 999) AS i;
+            INSERT INTO courier.jobs (queue, url)
+            SELECT 'live', 'https://h' || lpad(i::text, 4, '0') || '.example/' FROM generate_series(0, 999) AS i;
+            ANALYZE courier.jobs;
+            """)
+        let hosts = (0..<100).map { "h" + String(format: "%04d", $0 * 10) + ".example" }
+        let queues = Array(repeating: "live", count: hosts.count)
+        let plan = try explain(
+            WorkerStatements.claimBatch.sql,
+            arguments: "'{live}', 'w', 100, 60000, 200, '{\(hosts.joined(separator: ","))}', '{\(queues.joined(separator: ","))}'")
+        XCTAssertEqual((plan["Plan"] as? [String: Any])?["Actual Rows"] as? NSNumber, NSNumber(value: 100))
+        let filters = filtersOn("destinations", plan["Plan"] as? [String: Any] ?? [:])
+        XCTAssertFalse(filters.isEmpty, "the plan reads courier.destinations")
+        for filter in filters {
+            XCTAssertFalse(filter.contains("ANY"), "destination rows filtered by the claim's hosts: \(filter)")
+        }
+    }
+
+    /// Writing a batch's outcomes at 100 of 1,000 hosts, once the function's plans are the
+    /// generic ones a worker runs (after a session's first five calls of each statement), reads
+    /// their destination rows by one index probe per host and updates them by tuple id: no
+    /// sequential scan of `destinations`, which has not been analyzed since its rows arrived.
+    /// With `host = ANY (outcome_hosts)` every call scanned the table twice, comparing every
+    /// row with every host. The outcomes are still applied: the last batch's failures count,
+    /// its answers reset.
+    func testOutcomesAtAHundredOfAThousandHostsNeverScanTheDestinations() throws {
+        try connection.simpleQuery(
+            """
+            INSERT INTO courier.destinations (host)
+            SELECT 'h' || lpad(i::text, 4, '0') || '.example' FROM generate_series(0, 999) AS i;
+            """)
+        let hosts = (0..<100).map { "h" + String(format: "%04d", $0 * 10) + ".example" }
+        let reasons = PostgresArray(Array(repeating: "", count: 2 * hosts.count))
+        var scans = -1
+        do {
+            try connection.transaction { connection in
+                func sequentialScans() throws -> Int {
+                    try connection.query(
+                        "SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relid = 'courier.destinations'::regclass"
+                    )[0].decode(0)
+                }
+                var before = 0
+                // Even batches all answered (the common path), odd ones fail at the first 50
+                // hosts (the other path); from the eleventh on, both paths run generic plans.
+                for batch in 0..<14 {
+                    if batch == 10 { before = try sequentialScans() }
+                    let signals = hosts.indices.map { batch % 2 == 1 && $0 < 50 ? "failed" : "answered" }
+                    try connection.query(
+                        "SELECT courier.record_destination_outcomes($1, $2, $3)",
+                        [PostgresArray(hosts + hosts), PostgresArray(signals + signals), reasons])
+                }
+                scans = try sequentialScans() - before
+                let streaks = try connection.query(
+                    "SELECT failure_streak, count(*) FROM courier.destinations WHERE host = ANY ($1) GROUP BY 1 ORDER BY 1",
+                    [PostgresArray(hosts)]
+                ).rows.map { "\(try $0.decode(0, as: Int.self)): \(try $0.decode(1, as: Int.self))" }
+                XCTAssertEqual(streaks, ["0: 50", "2: 50"], "each batch names its hosts twice: two failures after the last answer")
+                throw PlanRollBack()
+            }
+        } catch is PlanRollBack {}
+        XCTAssertEqual(scans, 0, "sequential scans of courier.destinations in four batches")
+    }
+
+    /// The filter of every scan of `relation` in the plan, the condition checked row by row
+    /// ("" for a scan without one; an index condition is a probe, not a filter).
+    private func filtersOn(_ relation: String, _ node: [String: Any]) -> [String] {
+        var own: [String] = []
+        if node["Relation Name"] as? String == relation {
+            own.append(node["Filter"] as? String ?? "")
+        }
+        return own + (node["Plans"] as? [[String: Any]] ?? []).flatMap { filtersOn(relation, $0) }
+    }
+
     /// Writing a batch of outcomes finds each job by its primary key. The statistics were taken
     /// when no job ran; now 2,100 run, 100 of them this worker's. Trusting the statistics, the
     /// planner walked every running job as the outer side of a nested loop over the batch

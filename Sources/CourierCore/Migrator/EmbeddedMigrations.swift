@@ -22,5 +22,6 @@ public enum EmbeddedMigrations {
             fileName: "0015_attempts_without_key_share.sql", bytes: PackageResources._015_attempts_without_key_share_sql),
         Migration(fileName: "0016_finished_jobs_one_index.sql", bytes: PackageResources._016_finished_jobs_one_index_sql),
         Migration(fileName: "0017_queue_check_over_bytes.sql", bytes: PackageResources._017_queue_check_over_bytes_sql),
+        Migration(fileName: "0018_destination_outcomes_by_probe.sql", bytes: PackageResources._018_destination_outcomes_by_probe_sql),
     ]
 }
