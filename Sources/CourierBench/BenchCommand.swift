@@ -60,9 +60,10 @@ package struct BenchCommand: ParsableCommand {
               saturated every slot held 5 s by the sink (about 40 deliveries/s
                         with 200 slots): the worker's CPU while it only waits,
                         over 30 s (not in the default set)
-              scale     --due jobs drained on an empty table, then again next to
-                        --history finished jobs: drain, claim p99, queue_stats
-                        time (not in the default set)
+              scale     --due jobs drained on an empty table (a second database
+                        on the same server) and next to --history finished
+                        jobs, three rounds taking turns: drain, claim p99,
+                        queue_stats time (not in the default set)
               soak      --soak-rate jobs/s for --soak-duration, worker
                         --retention --soak-retention: table and index sizes every
                         30 s, removal vs enqueue (not in the default set)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CourierCore
 import Foundation
+import Logging
 import Postgres
 import CourierCLISupport
 
@@ -10,8 +11,8 @@ package struct ScaleOptions: ParsableArguments {
 
     @Option(help: "Scale: finished jobs (each with an attempt row) kept as history.")
     package var history: Int = 5_000_000
-    @Option(help: "Scale: jobs due at once, drained with and without the history.")
-    package var due: Int = 500_000
+    @Option(help: "Scale: jobs due at once, drained with and without the history in each of three rounds.")
+    package var due: Int = 200_000
     @Option(name: .customLong("soak-rate"), help: "Soak: jobs enqueued per second.")
     package var soakRate: Int = 3000
     @Option(name: .customLong("soak-duration"), help: "Soak: how long to enqueue.")
@@ -23,7 +24,8 @@ package struct ScaleOptions: ParsableArguments {
 
     package func validate() throws {
         if history < 0 || history > 100_000_000 { throw CLIError.usage("--history must be between 0 and 100000000") }
-        if due < 1 || due > 10_000_000 { throw CLIError.usage("--due must be between 1 and 10000000") }
+        // The scenario times claims of 100 before each drain.
+        if due < 100 || due > 10_000_000 { throw CLIError.usage("--due must be between 100 and 10000000") }
         if soakRate < 1 || soakRate > 50_000 { throw CLIError.usage("--soak-rate must be between 1 and 50000") }
         _ = try processCounts()
     }
@@ -40,20 +42,38 @@ package struct ScaleOptions: ParsableArguments {
 /// The scenarios about months of traffic: a large history (`scale`), retention keeping up with
 /// steady traffic (`soak`), and more worker processes against one PostgreSQL (`scaleout`).
 extension BenchRunner {
-    /// Drains `due` jobs on an empty table, then loads `history` finished jobs with their
-    /// attempt rows (SQL `INSERT ... SELECT`, not one enqueue per job) and drains the same
-    /// number again. Before each drain the benchmark vacuums the table (as autovacuum would
-    /// after the drain's reset and bulk enqueue) and times 200 claims of 100 (given back at
-    /// once; after three untimed ones that prepare the statements on its connection); while
-    /// the drain runs, it claims (and completes) a batch of 100 itself every 50 ms or so and
-    /// times those claims too; after the load it times `courier.queue_stats`.
-    package func scale(history: Int, due: Int) throws -> [BenchResult] {
+    /// Drains `due` jobs on an empty table and beside `history` finished jobs, in turns: the
+    /// empty table lives in a second database on the same server (`BenchStatements.scaleDatabase`),
+    /// the history (finished jobs with their attempt rows, loaded by SQL `INSERT ... SELECT`,
+    /// not one enqueue per job) in the benchmark's own. After the load come `rounds` rounds of
+    /// one drain of each, the order turning every round. This machine's speed swings by half
+    /// within minutes, so an empty-table drain run minutes before the history's said more about
+    /// those minutes than about the history; each round's two drains share theirs, and the
+    /// scenario reports the median of the rounds' ratios. Before each drain the benchmark
+    /// vacuums the table (as autovacuum would after the drain's reset and bulk enqueue) and
+    /// times 200 claims of 100 (given back at once; after three untimed ones that prepare the
+    /// statements on its connection); while the drain runs, it claims (and completes) a batch
+    /// of 100 itself every 50 ms or so and times those claims too; after the load it times
+    /// `courier.queue_stats`.
+    package func scale(history: Int, due: Int, rounds: Int = 3) throws -> [BenchResult] {
         let queue = "bench-scale"
         let historyQueue = "bench-history"
-        say("scale: drain \(Output.count(due)) jobs on an empty table...")
-        try reset(historyQueue)
-        let empty = try scaleDrain(name: "scale-empty", queue: queue, due: due)
+        say("scale: a second database, \(BenchStatements.scaleDatabase), for the drains on an empty table...")
+        do {
+            for statement in BenchStatements.createScaleDatabase { try connection.simpleQuery(statement.sql) }
+        } catch {
+            throw CLIError("scale: cannot create database \(BenchStatements.scaleDatabase) beside this one (it needs CREATEDB): \(error)")
+        }
+        defer { try? connection.simpleQuery(BenchStatements.dropScaleDatabase.sql) }
+        let emptyURL = Self.url(databaseURL, database: BenchStatements.scaleDatabase)
+        let emptyConnection = try PostgresConnection(emptyURL, applicationName: "courier-bench")
+        defer { emptyConnection.close() }
+        try Migrator(logger: Logger(label: "courier.bench", factory: { _ in SwiftLogNoOpLogHandler() })).migrate(emptyConnection)
+        let emptyTable = BenchRunner(
+            databaseURL: emptyURL, connection: emptyConnection, sink: sink, timeout: timeout, worker: worker, loops: loops,
+            batchSize: batchSize, concurrency: concurrency, say: say, workerLog: workerLog)
         say("scale: loading \(Output.count(history)) finished jobs with their attempt rows...")
+        try reset(historyQueue)
         let loadStarted = Date()
         let chunk = 250_000
         var loaded = 0
@@ -78,22 +98,52 @@ extension BenchRunner {
         try? connection.simpleQuery(BenchStatements.checkpoint.sql)
         let statsTimes = try timeStatement(BenchStatements.queueStats, times: 20)
         let oldStatsTimes = try timeStatement(BenchStatements.countEveryRow, times: 3)
-        var full = try scaleDrain(name: "scale", queue: queue, due: due, queueStatsWhileDue: true)
+        var empties: [BenchResult] = []
+        var fulls: [BenchResult] = []
+        for round in 0..<rounds {
+            say("scale: round \(round + 1) of \(rounds): \(Output.count(due)) jobs drained on the empty table and beside the history...")
+            for emptyTurn in round % 2 == 0 ? [true, false] : [false, true] {
+                if emptyTurn {
+                    empties.append(try emptyTable.scaleDrain(name: "scale-empty", queue: queue, due: due))
+                } else {
+                    fulls.append(try scaleDrain(name: "scale", queue: queue, due: due, queueStatsWhileDue: true))
+                }
+            }
+        }
+        try reset(queue)
+        let ratios = zip(fulls, empties).map { $0.rate / max($1.rate, 1e-9) }
+        let fraction = ratios.sorted()[ratios.count / 2]
+        func median(_ results: [BenchResult]) -> BenchResult { results.sorted { $0.rate < $1.rate }[results.count / 2] }
+        func rates(_ results: [BenchResult]) -> String { results.map { Output.count(Int($0.rate)) }.joined(separator: ", ") }
+        func serverCPU(_ results: [BenchResult]) -> String {
+            results.map { ($0.extra["server_cpu_seconds_per_1000_jobs"] as? Double).map { String(format: "%.3f", $0) } ?? "-" }
+                .joined(separator: ", ")
+        }
+        let empty = median(empties)
+        var full = median(fulls)
         let sizes = try connection.run(BenchStatements.soakSample, (queue: historyQueue, staleAfter: .zero))[0]
         let bytes = try (0..<4).map { try sizes.decode($0, as: Int.self) }.reduce(0, +)
-        let fraction = full.rate / max(empty.rate, 1e-9)
         full.detail += String(
-            format: "; %.0f%% of empty; history %@ rows, %.1f GB, loaded %.0f/s; queue_stats p50 %.1f max %.1f ms (count(*) per state: %.0f ms)",
-            fraction * 100, Output.count(history), Double(bytes) / 1e9, Double(history) / loadSeconds,
+            format: "; %.0f%% of empty (median of the rounds: %@); rounds beside the history %@, empty %@ jobs/s; PG CPU s/1K beside the history %@, empty %@; history %@ rows, %.1f GB, loaded %.0f/s; queue_stats p50 %.1f max %.1f ms (count(*) per state: %.0f ms)",
+            fraction * 100, ratios.map { String(format: "%.0f%%", $0 * 100) }.joined(separator: ", "), rates(fulls),
+            rates(empties), serverCPU(fulls), serverCPU(empties), Output.count(history), Double(bytes) / 1e9, Double(history) / loadSeconds,
             percentile(statsTimes, 0.5), statsTimes.max() ?? 0, percentile(oldStatsTimes, 0.5))
         full.extra["history_rows"] = history
         full.extra["history_bytes"] = bytes
         full.extra["history_load_rows_per_second"] = (Double(history) / loadSeconds).rounded()
         full.extra["drain_fraction_of_empty"] = (fraction * 1000).rounded() / 1000
+        full.extra["drain_fraction_of_empty_rounds"] = ratios.map { ($0 * 1000).rounded() / 1000 }
         full.extra["queue_stats_ms_p50"] = rounded(percentile(statsTimes, 0.5))
         full.extra["queue_stats_ms_max"] = rounded(statsTimes.max() ?? 0)
         full.extra["count_every_row_ms"] = rounded(percentile(oldStatsTimes, 0.5))
         return [empty, full]
+    }
+
+    /// `url` with database `name`: a `dbname` parameter added to a URI, a `dbname=` pair to a
+    /// keyword string. libpq takes the last value it reads, so it replaces the one given.
+    static func url(_ url: String, database name: String) -> String {
+        guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else { return url + " dbname=\(name)" }
+        return url + (url.contains("?") ? "&" : "?") + "dbname=\(name)"
     }
 
     /// One drain of the scale scenario: `due` jobs bulk-enqueued into a paused queue, one worker,
@@ -135,6 +185,8 @@ extension BenchRunner {
         try store.setPaused(queue, true)
         let process = try startWorker(queue: queue)
         defer { process.stop() }
+        let server = self.server
+        let serverBefore = server?.seconds
         let before = process.stats
         let started = Date()
         try store.setPaused(queue, false)
@@ -156,6 +208,7 @@ extension BenchRunner {
             })
         })
         let after = process.stats
+        let serverAfter = server?.seconds
         let seconds = finished.timeIntervalSince(started)
         var result = BenchResult(
             name: name, jobs: due, seconds: seconds, cpuPerThousand: cpuPerThousand(before, after, jobs: due),
@@ -167,6 +220,8 @@ extension BenchRunner {
             result.detail += String(format: "; queue_stats with %@ due p50 %.1f ms", Output.count(due), percentile(statsWhileDue, 0.5))
             result.extra["queue_stats_with_due_ms_p50"] = rounded(percentile(statsWhileDue, 0.5))
         }
+        // The whole server's, so with the probes' claims, as in every drain of this scenario.
+        result.extra["server_cpu_seconds_per_1000_jobs"] = Output.orNull(serverPerThousand(serverBefore, serverAfter, jobs: due))
         result.extra["claim_alone_ms_p50"] = rounded(percentile(quietClaims, 0.5))
         result.extra["claim_alone_ms_p99"] = rounded(percentile(quietClaims, 0.99))
         result.extra["claim_during_drain_ms_p50"] = rounded(percentile(claimTimes, 0.5))

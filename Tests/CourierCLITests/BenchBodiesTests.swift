@@ -2,24 +2,12 @@ import CourierTesting
 import Foundation
 import XCTest
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// `courier bench --scenarios bodies`: jobs with 1 MiB bodies, each delivered at its first
 /// attempt through the worker's body budget, the row carrying the worker's peak memory; and
 /// `COURIER_BENCH_WORKER`, which runs another build's worker under the same benchmark.
 final class BenchBodiesTests: XCTestCase {
-    private func temporaryDirectory() throws -> URL {
-        let temporary = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
-        // As root the throwaway cluster belongs to `postgres`, which must reach its directory.
-        chmod(temporary.path, 0o755)
-        return temporary
-    }
-
     func testBodiesScenarioDeliversEveryLargeBodyAndReportsTheWorkersMemory() throws {
-        let temporary = try temporaryDirectory()
+        let temporary = try benchTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: temporary) }
         let result = try CourierRunner.run(
             ["bench", "--scenarios", "bodies", "--body-jobs", "20", "--json"], databaseURL: nil,
@@ -35,7 +23,7 @@ final class BenchBodiesTests: XCTestCase {
     }
 
     func testBenchWorkerRunsTheBuildItNames() throws {
-        let temporary = try temporaryDirectory()
+        let temporary = try benchTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: temporary) }
         let missing = temporary.appendingPathComponent("no-such-courier").path
         let result = try CourierRunner.run(

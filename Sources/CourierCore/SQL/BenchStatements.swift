@@ -184,6 +184,16 @@ public enum BenchStatements {
     /// Writes out what a load dirtied (needs a superuser or pg_checkpoint).
     public static let checkpoint = Statement<Void>("CHECKPOINT")
 
+    /// The database of the scale scenario's drains on an empty table, on the same server as the
+    /// history's, so that both kinds of drain take turns on the same machine.
+    public static let scaleDatabase = "courier_bench_scale_empty"
+
+    /// Removes `scaleDatabase`, and whoever is still connected to it.
+    public static let dropScaleDatabase = Statement<Void>("DROP DATABASE IF EXISTS courier_bench_scale_empty WITH (FORCE)")
+
+    /// Creates `scaleDatabase` afresh (needs CREATEDB).
+    public static let createScaleDatabase = [dropScaleDatabase, Statement<Void>("CREATE DATABASE courier_bench_scale_empty")]
+
     /// After a drain's reset and bulk enqueue: the dead rows of the reset removed and new
     /// statistics taken, as autovacuum would within a minute of such a change.
     public static let settleJobs = Statement<Void>("VACUUM ANALYZE courier.jobs")
