@@ -62,7 +62,8 @@ extension BenchRunner {
         do {
             for statement in BenchStatements.createScaleDatabase { try connection.simpleQuery(statement.sql) }
         } catch {
-            throw CLIError("scale: cannot create database \(BenchStatements.scaleDatabase) beside this one (it needs CREATEDB): \(error)")
+            throw CLIError(
+                "scale: cannot create database \(BenchStatements.scaleDatabase) beside this one (it needs CREATEDB): \(error)")
         }
         defer { try? connection.simpleQuery(BenchStatements.dropScaleDatabase.sql) }
         let emptyURL = Self.url(databaseURL, database: BenchStatements.scaleDatabase)
@@ -101,7 +102,8 @@ extension BenchRunner {
         var empties: [BenchResult] = []
         var fulls: [BenchResult] = []
         for round in 0..<rounds {
-            say("scale: round \(round + 1) of \(rounds): \(Output.count(due)) jobs drained on the empty table and beside the history...")
+            say("scale: round \(round + 1) of \(rounds): \(Output.count(due)) jobs drained on the empty table and beside "
+                + "the history...")
             for emptyTurn in round % 2 == 0 ? [true, false] : [false, true] {
                 if emptyTurn {
                     empties.append(try emptyTable.scaleDrain(name: "scale-empty", queue: queue, due: due))
@@ -126,7 +128,8 @@ extension BenchRunner {
         full.detail += String(
             format: "; %.0f%% of empty (median of the rounds: %@); rounds beside the history %@, empty %@ jobs/s; PG CPU s/1K beside the history %@, empty %@; history %@ rows, %.1f GB, loaded %.0f/s; queue_stats p50 %.1f max %.1f ms (count(*) per state: %.0f ms)",
             fraction * 100, ratios.map { String(format: "%.0f%%", $0 * 100) }.joined(separator: ", "), rates(fulls),
-            rates(empties), serverCPU(fulls), serverCPU(empties), Output.count(history), Double(bytes) / 1e9, Double(history) / loadSeconds,
+            rates(empties), serverCPU(fulls), serverCPU(empties), Output.count(history), Double(bytes) / 1e9,
+            Double(history) / loadSeconds,
             percentile(statsTimes, 0.5), statsTimes.max() ?? 0, percentile(oldStatsTimes, 0.5))
         full.extra["history_rows"] = history
         full.extra["history_bytes"] = bytes
