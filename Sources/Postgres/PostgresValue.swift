@@ -231,7 +231,8 @@ public enum PostgresTimestamp {
     /// range.
     public static func microseconds(since1970 date: Date) -> Int64 {
         let (seconds, micros) = secondsAndMicroseconds(of: date)
-        guard seconds.magnitude < 9_000_000_000_000 else { return seconds < 0 ? -9_000_000_000_000_000_000 : 9_000_000_000_000_000_000 }
+        let limit: Int64 = 9_000_000_000_000
+        guard seconds.magnitude < limit else { return seconds < 0 ? -limit * 1_000_000 : limit * 1_000_000 }
         return seconds * 1_000_000 + micros
     }
 

@@ -100,15 +100,13 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
     /// plan (`claimSettings`) then scanned all 1,000 rows comparing each with each of the 100
     /// hosts, 2 ms of every claim.
     func testAClaimAmongAThousandHostsNeverComparesEachDestinationWithEachHost() throws {
+        let hosts = try thousandUnanalyzedDestinations()
         try connection.simpleQuery(
             """
-            INSERT INTO courier.destinations (host)
-            SELECT 'h' || lpad(i::text, 4, '0') || '.example' FROM generate_series(0, 999) AS i;
             INSERT INTO courier.jobs (queue, url)
             SELECT 'live', 'https://h' || lpad(i::text, 4, '0') || '.example/' FROM generate_series(0, 999) AS i;
             ANALYZE courier.jobs;
             """)
-        let hosts = (0..<100).map { "h" + String(format: "%04d", $0 * 10) + ".example" }
         let queues = Array(repeating: "live", count: hosts.count)
         let plan = try explain(
             WorkerStatements.claimBatch.sql,
@@ -129,12 +127,7 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
     /// row with every host. The outcomes are still applied: the last batch's failures count,
     /// its answers reset.
     func testOutcomesAtAHundredOfAThousandHostsNeverScanTheDestinations() throws {
-        try connection.simpleQuery(
-            """
-            INSERT INTO courier.destinations (host)
-            SELECT 'h' || lpad(i::text, 4, '0') || '.example' FROM generate_series(0, 999) AS i;
-            """)
-        let hosts = (0..<100).map { "h" + String(format: "%04d", $0 * 10) + ".example" }
+        let hosts = try thousandUnanalyzedDestinations()
         let reasons = PostgresArray(Array(repeating: "", count: 2 * hosts.count))
         var scans = -1
         do {
@@ -164,6 +157,17 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
             }
         } catch is PlanRollBack {}
         XCTAssertEqual(scans, 0, "sequential scans of courier.destinations in four batches")
+    }
+
+    /// Destination rows of 1,000 hosts (`h0000.example` ...), not analyzed since they arrived;
+    /// returns every tenth host, the 100 a batch serves.
+    private func thousandUnanalyzedDestinations() throws -> [String] {
+        try connection.simpleQuery(
+            """
+            INSERT INTO courier.destinations (host)
+            SELECT 'h' || lpad(i::text, 4, '0') || '.example' FROM generate_series(0, 999) AS i;
+            """)
+        return (0..<100).map { "h" + String(format: "%04d", $0 * 10) + ".example" }
     }
 
     /// The filter of every scan of `relation` in the plan, the condition checked row by row

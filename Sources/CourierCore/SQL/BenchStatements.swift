@@ -189,10 +189,10 @@ public enum BenchStatements {
     public static let scaleDatabase = "courier_bench_scale_empty"
 
     /// Removes `scaleDatabase`, and whoever is still connected to it.
-    public static let dropScaleDatabase = Statement<Void>("DROP DATABASE IF EXISTS courier_bench_scale_empty WITH (FORCE)")
+    public static let dropScaleDatabase = Statement<Void>("DROP DATABASE IF EXISTS \(scaleDatabase) WITH (FORCE)")
 
     /// Creates `scaleDatabase` afresh (needs CREATEDB).
-    public static let createScaleDatabase = [dropScaleDatabase, Statement<Void>("CREATE DATABASE courier_bench_scale_empty")]
+    public static let createScaleDatabase = [dropScaleDatabase, Statement<Void>("CREATE DATABASE \(scaleDatabase)")]
 
     /// After a drain's reset and bulk enqueue: the dead rows of the reset removed and new
     /// statistics taken, as autovacuum would within a minute of such a change.
