@@ -57,8 +57,8 @@ package struct BenchCommand: ParsableCommand {
                         against the sink with no database
               inflight  1,000 deliveries held open by a slow sink: the worker's
                         peak memory
-              saturated every slot held 5 s by the sink (about 40 deliveries/s
-                        with 200 slots): the worker's CPU while it only waits,
+              saturated every slot held 5 s by the sink (about 80 deliveries/s
+                        with 400 slots): the worker's CPU while it only waits,
                         over 30 s (not in the default set)
               scale     --due jobs drained on an empty table (a second database
                         on the same server) and next to --history finished
@@ -103,12 +103,12 @@ package struct BenchCommand: ParsableCommand {
     package var rate: Int = 200
     @Option(help: "Latency: how long to enqueue.")
     package var duration: String = "20s"
-    @Option(help: "Worker deliveries in flight (the worker's default).")
-    package var concurrency: Int = 200
+    @Option(help: "Worker deliveries in flight (default: the worker's default, \(Defaults.concurrency)).")
+    package var concurrency: Int = Defaults.concurrency
     @Option(help: "Worker claim loops (the worker's default).")
     package var loops: Int = 1
-    @Option(name: .customLong("batch-size"), help: "Worker claim batch (the worker's default).")
-    package var batchSize: Int = 100
+    @Option(name: .customLong("batch-size"), help: "Worker claim batch (default: the worker's default, \(Defaults.batchSize)).")
+    package var batchSize: Int = Defaults.batchSize
     @Option(name: .customLong("per-host-limit"), help: "Worker --per-host-limit (default: the worker's default, \(Defaults.perHostLimit)).")
     package var perHostLimit: Int?
     @Option(help: "Give up on a scenario after this long.")

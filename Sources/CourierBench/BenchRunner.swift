@@ -346,8 +346,8 @@ package struct BenchRunner {
         return result
     }
 
-    /// Every slot of the worker waits on a receiver that answers after 5 s (about 40
-    /// deliveries/s with 200 slots): what a worker costs while it has nothing to do but wait.
+    /// Every slot of the worker waits on a receiver that answers after 5 s (about 80
+    /// deliveries/s with 400 slots): what a worker costs while it has nothing to do but wait.
     /// Measures the worker's CPU over `seconds` once every slot is busy.
     package func saturated(seconds: Double) throws -> BenchResult {
         let queue = "bench-saturated"

@@ -8,12 +8,12 @@ public struct WorkerConfiguration: Sendable {
     public var workerID: String
     /// Queues to work; nil for all (default nil).
     public var queues: [String]?
-    /// Deliveries in flight at once across the process (default 200).
+    /// Deliveries in flight at once across the process (default ``Defaults/concurrency``, 400).
     public var concurrency: Int
     /// Claim loops, each with its own connection (default 1: one loop claims in bigger batches,
     /// which costs the database less per job; add processes or loops to claim in parallel).
     public var loops: Int
-    /// The most jobs one claim takes (default 100).
+    /// The most jobs one claim takes (default ``Defaults/batchSize``, 200).
     public var batchSize: Int
     /// Time between claims when no notification arrives: the fallback for lost notifications
     /// and for retries whose `run_at` arrives (default 1 s; at least 10 ms).
@@ -26,10 +26,10 @@ public struct WorkerConfiguration: Sendable {
     public var heartbeatInterval: Duration
     /// Requests in flight to one destination host at once across all workers, for hosts
     /// without their own `courier.destinations.max_in_flight` (default ``Defaults/perHostLimit``,
-    /// 200, a default worker's slots: one fast host drains at full speed, which 100 did not
-    /// reliably do; a slow host may then fill one default worker, so lower it where one worker
-    /// serves many hosts of uneven speed, or cap slow hosts with `courier destinations set`). Every
-    /// worker should use the same value; the claim enforces it.
+    /// 200, half a default worker's slots: one fast host drains at full speed, which 100 did
+    /// not reliably do; a slow host may then hold half of one default worker, so lower it where
+    /// one worker serves many hosts of uneven speed, or cap slow hosts with `courier
+    /// destinations set`). Every worker should use the same value; the claim enforces it.
     public var perHostLimit: Int
     /// How long a job whose queue is at its per-process cap waits before it is due again
     /// (default 250 ms).
@@ -74,9 +74,9 @@ public struct WorkerConfiguration: Sendable {
     public init(
         workerID: String = WorkerConfiguration.defaultWorkerID(),
         queues: [String]? = nil,
-        concurrency: Int = 200,
+        concurrency: Int = Defaults.concurrency,
         loops: Int = 1,
-        batchSize: Int = 100,
+        batchSize: Int = Defaults.batchSize,
         pollInterval: Duration = .seconds(1),
         leaseDuration: Duration = .seconds(60),
         heartbeatInterval: Duration = .seconds(15),

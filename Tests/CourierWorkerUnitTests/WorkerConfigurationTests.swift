@@ -8,6 +8,16 @@ final class WorkerConfigurationTests: XCTestCase {
         XCTAssertNoThrow(try WorkerConfiguration().validate())
     }
 
+    /// The default worker claims up to 200 jobs with 400 slots: a full claim still fits while
+    /// the one before it is in flight, and one host (cap 200) holds at most half the slots.
+    func testTheDefaultWorkerFitsTwoFullClaimsAndGivesOneHostHalfItsSlots() {
+        let configuration = WorkerConfiguration()
+        XCTAssertEqual(configuration.concurrency, 400)
+        XCTAssertEqual(configuration.batchSize, 200)
+        XCTAssertGreaterThanOrEqual(configuration.concurrency, 2 * configuration.batchSize)
+        XCTAssertEqual(configuration.perHostLimit * 2, configuration.concurrency)
+    }
+
     func testEachSettingOutOfItsRangeIsRefusedByName() {
         let cases: [(String, (inout WorkerConfiguration) -> Void)] = [
             ("workerID", { $0.workerID = "" }),

@@ -34,13 +34,13 @@ struct WorkerCommand: ParsableCommand {
     @Option(help: "Comma-separated queues to work (default: all).")
     var queues: String?
 
-    @Option(help: "Deliveries in flight at once in this process (default 200).")
+    @Option(help: "Deliveries in flight at once in this process (default \(Defaults.concurrency)).")
     var concurrency: Int?
 
     @Option(help: "Claim loops, each with its own database connection (default 1).")
     var loops: Int?
 
-    @Option(name: .customLong("batch-size"), help: "The most jobs one claim takes (default 100).")
+    @Option(name: .customLong("batch-size"), help: "The most jobs one claim takes (default \(Defaults.batchSize)).")
     var batchSize: Int?
 
     @Option(name: .customLong("per-host-limit"), help: "Requests in flight to one host at once across all workers, for hosts without their own cap (`courier destinations set`) (default \(Defaults.perHostLimit)).")
