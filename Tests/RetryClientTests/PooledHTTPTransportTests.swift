@@ -124,6 +124,45 @@ final class PooledHTTPTransportTests: XCTestCase {
         XCTAssertEqual(slow.connections, 6)
     }
 
+    /// The deadline covers the wait for a place as well as the exchange: a request queued behind
+    /// a budget that a silent receiver holds ends at its own deadline, leaves no waiter behind,
+    /// and the place, once free, serves the next request.
+    func testARequestWaitingForAPlaceIsCutOffAtItsDeadlineAndLeavesNoWaiter() async throws {
+        let silent = try await server(.silent)
+        let answering = try await server(.respondEach(RawTCPServer.responseHead(contentLength: 0)))
+        let transport = transport { $0.maximumConnections = 1 }
+        var holding = Self.pinned("held.invalid", silent)
+        holding.timeout = .seconds(2)
+        let held = Task { try await transport.send(holding) }
+        while transport.connectionCounts.open < 1 || silent.connections < 1 {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        var queued = Self.pinned("queued.invalid", answering)
+        queued.timeout = .milliseconds(300)
+        let started = ContinuousClock.now
+        do {
+            _ = try await transport.send(queued)
+            XCTFail("a request with no place was answered")
+        } catch let error as TransportError {
+            XCTAssertEqual(error.kind, .readTimeout, "\(error)")
+        }
+        let waited = ContinuousClock.now - started
+        XCTAssertGreaterThanOrEqual(waited, .milliseconds(250))
+        XCTAssertLessThan(waited, .milliseconds(1_500), "the wait outlived its deadline")
+        XCTAssertEqual(transport.connectionCounts.waiting, 0, "the cut-off request still waits")
+        XCTAssertEqual(answering.connections, 0, "the cut-off request was sent later")
+        // The held request ends at its own deadline, and its place serves the next request.
+        do {
+            _ = try await held.value
+            XCTFail("the silent receiver answered")
+        } catch let error as TransportError {
+            XCTAssertEqual(error.kind, .readTimeout, "\(error)")
+        }
+        let next = try await transport.send(Self.pinned("next.invalid", answering))
+        XCTAssertEqual(next.status, 200)
+        XCTAssertEqual(transport.connectionCounts.waiting, 0)
+    }
+
     func testTheAnswerToAHeadHasNoBodyWhateverItsLengthAndTheConnectionIsKept() async throws {
         // Every answer announces 5 bytes and sends none: right for a HEAD, which the response
         // decoder must know of, or it would wait for 5 bytes that never come.

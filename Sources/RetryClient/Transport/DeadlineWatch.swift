@@ -56,7 +56,64 @@ final class DeadlineWatch: @unchecked Sendable {
     }
 }
 
+/// What a request's deadline does when it passes: marks the request expired and runs the stop
+/// of the step it is waiting in (ending a wait for a connection, closing the connection of an
+/// exchange), so the request needs no task of its own that the deadline could cancel.
+final class RequestCutoff: @unchecked Sendable {
+    private let lock = NSLock()
+    private var expired = false
+    private var stop: (@Sendable () -> Void)?
+
+    /// Whether the deadline has passed.
+    var isExpired: Bool { lock.withLock { expired } }
+
+    /// Runs `body`; if the deadline passes meanwhile (or has already), runs `stop` once.
+    func during<T>(_ stop: @escaping @Sendable () -> Void, _ body: () async throws -> T) async throws -> T {
+        let late = lock.withLock { () -> Bool in
+            if expired { return true }
+            self.stop = stop
+            return false
+        }
+        if late { stop() }
+        defer { lock.withLock { self.stop = nil } }
+        return try await body()
+    }
+
+    /// The deadline passed.
+    func fire() {
+        let stop = lock.withLock { () -> (@Sendable () -> Void)? in
+            expired = true
+            defer { self.stop = nil }
+            return self.stop
+        }
+        stop?()
+    }
+}
+
 extension DeadlineWatch {
+    /// Runs `operation` in the calling task, one deadline of `timeout` over it: when it passes,
+    /// `operation`'s ``RequestCutoff`` stops the step it is in, and the error that step ends
+    /// with becomes a ``TransportError/Kind/readTimeout``. An operation must check
+    /// ``RequestCutoff/isExpired`` before each step and wrap each wait in
+    /// ``RequestCutoff/during(_:_:)``. Unlike ``run(within:_:)`` it starts no task: a delivery
+    /// stays on one task from claim to outcome.
+    func cutOff<T: Sendable>(
+        within timeout: Duration, _ operation: (RequestCutoff) async throws -> T
+    ) async throws -> T {
+        let cutoff = RequestCutoff()
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        let token = add(after: seconds) { cutoff.fire() }
+        defer { remove(token) }
+        do {
+            return try await operation(cutoff)
+        } catch {
+            guard cutoff.isExpired else { throw error }
+            throw TransportError(
+                kind: .readTimeout,
+                message: "no complete response within \(timeout) (connect, TLS, head and body excerpt)")
+        }
+    }
+
     /// Runs `operation` and cancels it when `timeout` has passed, throwing a
     /// ``TransportError/Kind/readTimeout``: one deadline over connecting, TLS, the response head
     /// and the body excerpt (AsyncHTTPClient's own deadline ends at the response head, and its

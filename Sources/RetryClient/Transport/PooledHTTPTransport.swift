@@ -146,16 +146,22 @@ public final class PooledHTTPTransport: HTTPTransport {
         let connectTimeout = configuration.connectTimeout
         let pool = self.pool
         do {
-            return try await deadlines.run(within: timeout) {
+            // The deadline stops whichever step the request waits in: the wait for a
+            // connection, or the exchange (by closing its connection); opening a connection is
+            // bounded by the time left.
+            return try await deadlines.cutOff(within: timeout) { cutoff in
                 let started = ContinuousClock.now
                 var allowReuse = true
                 while true {
+                    if cutoff.isExpired { throw CancellationError() }
                     let remaining = timeout - (ContinuousClock.now - started)
                     let lease = try await pool.lease(
-                        key, allowReuse: allowReuse, connectTimeout: min(connectTimeout, remaining))
+                        key, allowReuse: allowReuse, connectTimeout: min(connectTimeout, remaining), cutoff: cutoff)
                     do {
-                        let result = try await Self.exchange(
-                            on: lease.connection, head: head, body: body, limit: limit)
+                        let connection = lease.connection
+                        let result = try await cutoff.during({ connection.close() }) {
+                            try await Self.exchange(on: connection, head: head, body: body, limit: limit)
+                        }
                         pool.release(lease, reusable: result.reusable)
                         return HTTPResponseSummary(
                             status: Int(result.head.status.code), reason: result.head.status.reasonPhrase,
@@ -165,7 +171,7 @@ public final class PooledHTTPTransport: HTTPTransport {
                         pool.release(lease, reusable: false)
                         // A reused connection closed under a request it never answered: its
                         // server dropped it while idle. Once more on a new connection.
-                        if lease.reused, allowReuse, !failure.responseStarted, !Task.isCancelled,
+                        if lease.reused, allowReuse, !failure.responseStarted, !Task.isCancelled, !cutoff.isExpired,
                             AsyncHTTPClientTransport.classify(failure.underlying).kind == .connectionReset
                         {
                             allowReuse = false

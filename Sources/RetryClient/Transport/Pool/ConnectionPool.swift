@@ -71,13 +71,17 @@ final class ConnectionPool: @unchecked Sendable {
     /// A connection for `key`: an idle one unless `allowReuse` is false, else a new one
     /// (opened within `connectTimeout`), waiting while the budget is taken by busy connections.
     /// Cancelling the calling task ends the wait.
-    func lease(_ key: PoolKey, allowReuse: Bool, connectTimeout: Duration) async throws -> Lease {
-        let grant = try await grant(for: key, allowReuse: allowReuse)
+    /// A passing `cutoff` ends the wait too (a connection being opened is bounded by
+    /// `connectTimeout`).
+    func lease(
+        _ key: PoolKey, allowReuse: Bool, connectTimeout: Duration, cutoff: RequestCutoff? = nil
+    ) async throws -> Lease {
+        let grant = try await grant(for: key, allowReuse: allowReuse, cutoff: cutoff)
         switch grant {
         case .reuse(let id):
             guard let connection = lock.withLock({ connections[id] }) else {
                 // Closed between the grant and now: its place is free again; ask afresh.
-                return try await lease(key, allowReuse: allowReuse, connectTimeout: connectTimeout)
+                return try await lease(key, allowReuse: allowReuse, connectTimeout: connectTimeout, cutoff: cutoff)
             }
             return Lease(connection: connection, reused: true)
         case .create(let id):
@@ -130,7 +134,9 @@ final class ConnectionPool: @unchecked Sendable {
 
     // MARK: private
 
-    private func grant(for key: PoolKey, allowReuse: Bool) async throws -> ConnectionPoolState.Grant {
+    private func grant(
+        for key: PoolKey, allowReuse: Bool, cutoff: RequestCutoff?
+    ) async throws -> ConnectionPoolState.Grant {
         let (waiter, acquired, closing) = try lock.withLock {
             () throws -> (Int, ConnectionPoolState.Acquired, [PooledConnection]) in
             guard !state.isShutDown else { throw TransportError(kind: .other, message: "the transport is shut down") }
@@ -140,7 +146,7 @@ final class ConnectionPool: @unchecked Sendable {
         }
         closing.forEach { $0.close() }
         if let grant = acquired.grant { return grant }
-        return try await withTaskCancellationHandler {
+        let wait = { [self] () async throws -> ConnectionPoolState.Grant in
             try await withCheckedThrowingContinuation { continuation in
                 let early: Result<ConnectionPoolState.Grant, any Error>? = lock.withLock {
                     if cancelledWaiters.remove(waiter) != nil { return .failure(CancellationError()) }
@@ -150,21 +156,35 @@ final class ConnectionPool: @unchecked Sendable {
                 }
                 if let early { continuation.resume(with: early) }
             }
-        } onCancel: {
-            var continuation: Continuation?
-            apply { state in
-                if let registered = waiters.removeValue(forKey: waiter) {
-                    continuation = registered
-                } else {
-                    cancelledWaiters.insert(waiter)
-                    if let grant = pendingGrants.removeValue(forKey: waiter) {
-                        return Self.giveBack(grant, state: &state)
-                    }
-                }
-                return state.cancel(waiter: waiter, now: Self.now())
-            }
-            continuation?.resume(throwing: CancellationError())
         }
+        return try await withTaskCancellationHandler {
+            guard let cutoff else { return try await wait() }
+            return try await cutoff.during({ [weak self] in self?.giveUp(waiter) }, wait)
+        } onCancel: {
+            giveUp(waiter)
+        }
+    }
+
+    /// Ends the wait of `waiter` (its deadline passed, or its task was cancelled): it throws
+    /// `CancellationError`, and a grant made for it goes to the next. Nothing happens once the
+    /// waiter was granted and resumed, so a second call (deadline and cancellation both) is
+    /// harmless.
+    private func giveUp(_ waiter: Int) {
+        var continuation: Continuation?
+        apply { state in
+            if let registered = waiters.removeValue(forKey: waiter) {
+                continuation = registered
+            } else if let grant = pendingGrants.removeValue(forKey: waiter) {
+                // Granted before it parked: it finds this mark when it does.
+                cancelledWaiters.insert(waiter)
+                return Self.giveBack(grant, state: &state)
+            } else if state.isWaiting(waiter) {
+                // Not parked yet and not granted.
+                cancelledWaiters.insert(waiter)
+            }
+            return state.cancel(waiter: waiter, now: Self.now())
+        }
+        continuation?.resume(throwing: CancellationError())
     }
 
     private func closed(_ id: Int) {

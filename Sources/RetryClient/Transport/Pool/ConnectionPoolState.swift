@@ -109,6 +109,9 @@ struct ConnectionPoolState {
         return Acquired(grant: nil, close: close)
     }
 
+    /// Whether `waiter` still waits for a grant.
+    func isWaiting(_ waiter: Int) -> Bool { waiters.contains { $0.id == waiter } }
+
     /// A waiting request gave up (deadline, cancellation).
     mutating func cancel(waiter: Int, now: UInt64) -> Changes {
         waiters.removeAll { $0.id == waiter }
