@@ -20,7 +20,7 @@ public enum Defaults {
     /// The most jobs one claim takes: 200. Each claim and each outcome write costs PostgreSQL a
     /// fixed part (starting the statement, preparing the table's checks, the commit) besides
     /// its rows; across 1,000 hosts, claims of 200 instead of 100 cut the server's CPU per job
-    /// by about a sixth (docs/performance.md).
+    /// by about a tenth (docs/performance.md).
     public static let batchSize = 200
 
     /// Requests in flight to one host at once across all workers, for hosts without their own
