@@ -122,33 +122,16 @@ extension DeadlineWatch {
     func run<T: Sendable>(
         within timeout: Duration, _ operation: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        let work = Task { try await operation() }
-        let expired = ExpiryFlag()
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        let token = add(after: seconds) {
-            expired.set()
-            work.cancel()
-        }
-        defer { remove(token) }
-        do {
-            return try await withTaskCancellationHandler {
-                try await work.value
-            } onCancel: {
-                work.cancel()
+        // For an operation that only stops when its task is cancelled: the task is the step.
+        try await cutOff(within: timeout) { cutoff in
+            let work = Task { try await operation() }
+            return try await cutoff.during({ work.cancel() }) {
+                try await withTaskCancellationHandler {
+                    try await work.value
+                } onCancel: {
+                    work.cancel()
+                }
             }
-        } catch {
-            guard expired.isSet else { throw error }
-            throw TransportError(
-                kind: .readTimeout,
-                message: "no complete response within \(timeout) (connect, TLS, head and body excerpt)")
         }
-    }
-
-    /// Set once by the deadline watch, read by the request that it cut off.
-    private final class ExpiryFlag: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value = false
-        func set() { lock.withLock { value = true } }
-        var isSet: Bool { lock.withLock { value } }
     }
 }
