@@ -106,6 +106,7 @@ let package = Package(
                 .embedInCode("Migrations/0016_finished_jobs_one_index.sql"),
                 .embedInCode("Migrations/0017_queue_check_over_bytes.sql"),
                 .embedInCode("Migrations/0018_destination_outcomes_by_probe.sql"),
+                .embedInCode("Migrations/0019_attempts_keyed_by_job.sql"),
             ],
             swiftSettings: strict
         ),

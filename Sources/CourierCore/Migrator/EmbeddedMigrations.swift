@@ -23,5 +23,6 @@ public enum EmbeddedMigrations {
         Migration(fileName: "0016_finished_jobs_one_index.sql", bytes: PackageResources._016_finished_jobs_one_index_sql),
         Migration(fileName: "0017_queue_check_over_bytes.sql", bytes: PackageResources._017_queue_check_over_bytes_sql),
         Migration(fileName: "0018_destination_outcomes_by_probe.sql", bytes: PackageResources._018_destination_outcomes_by_probe_sql),
+        Migration(fileName: "0019_attempts_keyed_by_job.sql", bytes: PackageResources._019_attempts_keyed_by_job_sql),
     ]
 }

@@ -198,7 +198,7 @@ public enum AdminStatements {
         FROM courier.jobs WHERE id = $1
         """) { [$0] }
 
-    /// A job's attempts in order (served by `attempts_job_idx`).
+    /// A job's attempts in order (served by `attempts_pkey`, job id first: migration 0019).
     public static let jobAttempts = Statement<Int64>("""
         SELECT attempt, started_at, finished_at, duration_ms, status, error, worker, left(response_excerpt, 300),
                in_process
