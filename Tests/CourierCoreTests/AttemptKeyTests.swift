@@ -22,6 +22,41 @@ final class AttemptKeyTests: OwnDatabaseTestCase {
         )[0].decode(0)
     }
 
+    /// A database with history written under 0018: 0019 keeps every attempt row and its id,
+    /// and new rows go on numbering after them.
+    func testTheMigrationKeepsEveryAttemptAndItsId() throws {
+        let url = try TestDatabase.createEmpty(label: "toattemptkey")
+        defer { TestDatabase.drop(url) }
+        let connection = try PostgresConnection(url)
+        defer { connection.close() }
+        try Migrator(migrations: EmbeddedMigrations.all.filter { $0.fileName < "0019" }).migrate(connection)
+        try connection.simpleQuery(
+            """
+            INSERT INTO courier.jobs (queue, state, url, attempt, finished_at)
+            SELECT 'history', 'succeeded', 'https://busy.example/' || i, 1, now() FROM generate_series(1, 50) AS i;
+            INSERT INTO courier.attempts (job_id, attempt, started_at, finished_at, duration_ms, status, worker)
+            SELECT j.id, n, now(), now(), 1, 200, 'w' FROM courier.jobs j, generate_series(1, 3) AS n;
+            """)
+        let rowsOf = "SELECT id, job_id, attempt FROM courier.attempts ORDER BY id"
+        let before: [[Int64]] = try connection.query(rowsOf).rows.map {
+            [try $0.decode(0), try $0.decode(1), Int64(try $0.decode(2, as: Int.self))]
+        }
+        XCTAssertEqual(before.count, 150)
+
+        let report = try Migrator(migrations: EmbeddedMigrations.all.filter { $0.fileName < "0020" }).migrate(connection)
+        XCTAssertEqual(report.applied, ["0019_attempts_keyed_by_job.sql"])
+        let after: [[Int64]] = try connection.query(rowsOf).rows.map {
+            [try $0.decode(0), try $0.decode(1), Int64(try $0.decode(2, as: Int.self))]
+        }
+        XCTAssertEqual(after, before)
+        let next: Int64 = try connection.query(
+            """
+            INSERT INTO courier.attempts (job_id, attempt, started_at, finished_at, duration_ms, status, worker)
+            SELECT min(id), 4, now(), now(), 1, 200, 'w' FROM courier.jobs RETURNING id
+            """)[0].decode(0)
+        XCTAssertGreaterThan(next, before.map { $0[0] }.max() ?? 0)
+    }
+
     func testAttemptsHaveOneKeyByJobThatEveryReaderOfAJobUses() throws {
         let indexes: [String] = try connection.query(
             "SELECT indexdef FROM pg_indexes WHERE schemaname = 'courier' AND tablename = 'attempts' ORDER BY indexname"
