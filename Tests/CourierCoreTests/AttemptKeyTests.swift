@@ -25,11 +25,9 @@ final class AttemptKeyTests: OwnDatabaseTestCase {
     /// A database with history written under 0018: 0019 keeps every attempt row and its id,
     /// and new rows go on numbering after them.
     func testTheMigrationKeepsEveryAttemptAndItsId() throws {
-        let url = try TestDatabase.createEmpty(label: "toattemptkey")
-        defer { TestDatabase.drop(url) }
-        let connection = try PostgresConnection(url)
-        defer { connection.close() }
-        try Migrator(migrations: EmbeddedMigrations.all.filter { $0.fileName < "0019" }).migrate(connection)
+        let database = try DatabaseBeforeMigration("0019", label: "toattemptkey")
+        defer { database.drop() }
+        let connection = database.connection
         try connection.simpleQuery(
             """
             INSERT INTO courier.jobs (queue, state, url, attempt, finished_at)

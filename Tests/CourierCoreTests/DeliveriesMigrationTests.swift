@@ -8,11 +8,9 @@ import XCTest
 /// link, and courier.jobs is left with no index that only webhook rows pay for.
 final class DeliveriesMigrationTests: XCTestCase {
     func testMigrationLinksEveryDeliveryAndDropsTheJobIndexes() throws {
-        let url = try TestDatabase.createEmpty(label: "todeliveries")
-        defer { TestDatabase.drop(url) }
-        let connection = try PostgresConnection(url)
-        defer { connection.close() }
-        try Migrator(migrations: EmbeddedMigrations.all.filter { $0.fileName < "0012" }).migrate(connection)
+        let database = try DatabaseBeforeMigration("0012", label: "todeliveries")
+        defer { database.drop() }
+        let connection = database.connection
         try connection.simpleQuery(
             """
             INSERT INTO courier.endpoints (url, event_types) VALUES ('https://a.example/h', '{*}'), ('https://b.example/h', '{a.*}');

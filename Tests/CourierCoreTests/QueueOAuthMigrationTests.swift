@@ -8,11 +8,9 @@ import XCTest
 /// kept as they were, old attempt rows are not in-process ones, and the new checks hold.
 final class QueueOAuthMigrationTests: XCTestCase {
     func testMigrationKeepsRowsAndGuardsTheNewColumns() throws {
-        let url = try TestDatabase.createEmpty(label: "tooauth")
-        defer { TestDatabase.drop(url) }
-        let connection = try PostgresConnection(url)
-        defer { connection.close() }
-        try Migrator(migrations: EmbeddedMigrations.all.filter { $0.fileName < "0008" }).migrate(connection)
+        let database = try DatabaseBeforeMigration("0008", label: "tooauth")
+        defer { database.drop() }
+        let connection = database.connection
         try connection.simpleQuery(
             """
             INSERT INTO courier.queues (name, signing_secret, max_attempts) VALUES ('billing', 'whsec_AAAA', 4);

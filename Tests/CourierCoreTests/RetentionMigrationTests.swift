@@ -9,12 +9,9 @@ import XCTest
 /// equal to an exact count.
 final class RetentionMigrationTests: XCTestCase {
     func testMigrationKeepsEveryRowAndCountsWhatIsThere() throws {
-        let url = try TestDatabase.createEmpty(label: "toretention")
-        defer { TestDatabase.drop(url) }
-        let connection = try PostgresConnection(url)
-        defer { connection.close() }
-        let before = EmbeddedMigrations.all.filter { $0.fileName < "0006" }
-        try Migrator(migrations: before).migrate(connection)
+        let database = try DatabaseBeforeMigration("0006", label: "toretention")
+        defer { database.drop() }
+        let connection = database.connection
 
         try connection.simpleQuery(
             """
