@@ -107,6 +107,7 @@ let package = Package(
                 .embedInCode("Migrations/0017_queue_check_over_bytes.sql"),
                 .embedInCode("Migrations/0018_destination_outcomes_by_probe.sql"),
                 .embedInCode("Migrations/0019_attempts_keyed_by_job.sql"),
+                .embedInCode("Migrations/0020_fewer_index_entries.sql"),
             ],
             swiftSettings: strict
         ),

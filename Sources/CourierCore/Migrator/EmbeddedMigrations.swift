@@ -24,5 +24,6 @@ public enum EmbeddedMigrations {
         Migration(fileName: "0017_queue_check_over_bytes.sql", bytes: PackageResources._017_queue_check_over_bytes_sql),
         Migration(fileName: "0018_destination_outcomes_by_probe.sql", bytes: PackageResources._018_destination_outcomes_by_probe_sql),
         Migration(fileName: "0019_attempts_keyed_by_job.sql", bytes: PackageResources._019_attempts_keyed_by_job_sql),
+        Migration(fileName: "0020_fewer_index_entries.sql", bytes: PackageResources._020_fewer_index_entries_sql),
     ]
 }

@@ -167,12 +167,16 @@ public enum AdminStatements {
     /// Newest first, filtered: `$1` state, `$2` queue, `$3` URL substring, `$4` created since,
     /// `$5` finished since, `$6` error substring, `$7` limit, `$8` finished before (NULL filters
     /// are off). Substrings are matched with `strpos`, literally: `%` and `_` are no wildcards.
-    /// Walks the primary key backwards, or `jobs_state_queue_idx` when a state is given.
+    /// Walks the primary key backwards, or for a state the index that holds it:
+    /// `jobs_state_queue_idx` (waiting, dead, cancelled), `jobs_host_running_idx` (running), or
+    /// for succeeded jobs the primary key or `jobs_retention_idx`, whichever reads fewer rows
+    /// (`finished_at IS NOT NULL` lets the planner weigh the second).
     public static let listJobs = Statement<JobFilter>("""
         SELECT id, queue, state::text, priority, method, url, attempt, max_attempts, run_at, created_at,
                finished_at, last_status, last_error
         FROM courier.jobs
         WHERE ($1::courier.job_state IS NULL OR state = $1::courier.job_state)
+          AND ($1::courier.job_state IS DISTINCT FROM 'succeeded' OR finished_at IS NOT NULL)
           AND ($2::text IS NULL OR queue = $2)
           AND ($3::text IS NULL OR strpos(url, $3) > 0)
           AND ($4::timestamptz IS NULL OR created_at >= $4)
@@ -367,8 +371,8 @@ public enum AdminStatements {
         DELETE FROM courier.jobs j USING doomed WHERE j.id = doomed.id
         """) { [$0.state.rawValue, $0.olderThan, $0.queue, $0.limit] }
 
-    /// Every known queue: those with settings and those with jobs in any state (the distinct
-    /// queues of each state found by a loose index scan, as in `knownQueues`).
+    /// Every known queue: those with settings and those with jobs in any state (found through
+    /// the indexes, as in `knownQueues`).
     public static let listQueues = Statement<Void>("""
         SELECT n.name, coalesce(q.paused, false), q.max_attempts,
                (SELECT array_agg(extract(epoch FROM d)::float8 ORDER BY k)
@@ -383,38 +387,62 @@ public enum AdminStatements {
         ORDER BY n.name
         """)
 
-    /// Whether queue `$1` exists: it has a settings row or any job, in any state. The jobs
-    /// index leads with the state, so the probe names every state (one index descent each);
-    /// `queue = $1` alone would scan the table, and an unknown name is the usual case here.
+    /// Whether queue `$1` exists: it has a settings row or any job, in any state. The jobs'
+    /// indexes lead with the state (or hold one state), so each probe names its states: waiting,
+    /// dead and cancelled jobs in `jobs_state_queue_idx`, succeeded ones in `jobs_retention_idx`
+    /// (one descent per state), running ones, few, in `jobs_host_running_idx`. `queue = $1`
+    /// alone would scan the table, and an unknown name is the usual case here.
     public static let queueExists = Statement<String>("""
         SELECT EXISTS (SELECT 1 FROM courier.queues WHERE name = $1)
-            OR EXISTS (SELECT 1 FROM courier.jobs
-                       WHERE state = ANY (enum_range(NULL::courier.job_state)) AND queue = $1)
+            OR EXISTS (SELECT 1 FROM courier.jobs WHERE \(listedStates) AND queue = $1)
+            OR EXISTS (SELECT 1 FROM courier.jobs WHERE state = 'succeeded' AND finished_at IS NOT NULL AND queue = $1)
+            OR EXISTS (SELECT 1 FROM courier.jobs WHERE state = 'running' AND queue = $1)
         """) { [$0] }
 
+    /// The states `jobs_state_queue_idx` holds (migration 0020): a query that names them lets
+    /// PostgreSQL use it. Running jobs are in `jobs_host_running_idx`, succeeded ones in
+    /// `jobs_retention_idx` (with `finished_at IS NOT NULL`).
+    static let listedStates = "state IN ('pending', 'retrying', 'dead', 'cancelled')"
+
     /// Every queue name in use (settings rows, and jobs in any state), at most 10,000, for
-    /// suggesting a close match. The distinct queues of each state are found by a loose index
-    /// scan of `jobs_state_queue_idx` (one descent per state and queue), not by reading every
-    /// job.
+    /// suggesting a close match. The distinct queues of each state are found through the
+    /// indexes (`queueNames`), not by reading every job.
     public static let knownQueues = Statement<Void>(queueNames + """
 
         ORDER BY 1
         LIMIT 10000
         """)
 
-    /// Every queue name in use, once each: settings rows, and the distinct queues of jobs in each
-    /// state by a loose index scan of `jobs_state_queue_idx` (one descent per state and queue),
-    /// not by reading every job. Shared by `listQueues` and `knownQueues`.
+    /// Every queue name in use, once each: settings rows, and the distinct queues of jobs in
+    /// every state, not by reading every job: for waiting, dead and cancelled jobs a loose index
+    /// scan of `jobs_state_queue_idx` (one descent per state and queue), for succeeded ones the
+    /// same along `jobs_retention_idx`, and the running jobs, few, through
+    /// `jobs_host_running_idx`. Shared by `listQueues` and `knownQueues`.
     static let queueNames = """
-        WITH RECURSIVE names AS (
-            SELECT s.state, (SELECT min(j.queue) FROM courier.jobs j WHERE j.state = s.state) AS queue
-            FROM unnest(enum_range(NULL::courier.job_state)) AS s(state)
+        WITH RECURSIVE listed AS (
+            SELECT s.state, (SELECT min(j.queue) FROM courier.jobs j
+                             WHERE j.state = s.state AND j.\(listedStates)) AS queue
+            FROM unnest('{pending,retrying,dead,cancelled}'::courier.job_state[]) AS s(state)
             UNION ALL
-            SELECT n.state, (SELECT min(j.queue) FROM courier.jobs j WHERE j.state = n.state AND j.queue > n.queue)
-            FROM names n
+            SELECT n.state, (SELECT min(j.queue) FROM courier.jobs j
+                             WHERE j.state = n.state AND j.\(listedStates) AND j.queue > n.queue)
+            FROM listed n
             WHERE n.queue IS NOT NULL
+        ),
+        succeeded AS (
+            SELECT (SELECT min(j.queue) FROM courier.jobs j
+                    WHERE j.state = 'succeeded' AND j.finished_at IS NOT NULL) AS queue
+            UNION ALL
+            SELECT (SELECT min(j.queue) FROM courier.jobs j
+                    WHERE j.state = 'succeeded' AND j.finished_at IS NOT NULL AND j.queue > s.queue)
+            FROM succeeded s
+            WHERE s.queue IS NOT NULL
         )
-        SELECT queue FROM names WHERE queue IS NOT NULL
+        SELECT queue FROM listed WHERE queue IS NOT NULL
+        UNION
+        SELECT queue FROM succeeded WHERE queue IS NOT NULL
+        UNION
+        SELECT j.queue FROM courier.jobs j WHERE j.state = 'running'
         UNION
         SELECT name FROM courier.queues
         """
@@ -460,17 +488,19 @@ public enum AdminStatements {
          credentials?.audience]
     }
 
-    /// Unfinished and dead jobs per queue and state (exact, over `jobs_state_queue_idx`),
-    /// with the oldest due job's age in seconds (the lag; pending and retrying jobs only: a
-    /// dead or running job is never lag).
+    /// Unfinished and dead jobs per queue and state (exact: waiting and dead ones over
+    /// `jobs_state_queue_idx`, running ones over `jobs_host_running_idx`), with the oldest due
+    /// job's age in seconds (the lag; pending and retrying jobs only: a dead or running job is
+    /// never lag).
     public static let statsActive = Statement<Void>("""
         SELECT queue, state::text, count(*),
                -- Epochs subtracted rather than timestamps: a hand-written `-infinity` run_at then
                -- shows as an infinite lag instead of failing the whole statement.
                (extract(epoch FROM now())
                 - extract(epoch FROM min(run_at) FILTER (WHERE run_at <= now() AND state IN ('pending', 'retrying'))))::float8
-        FROM courier.jobs
-        WHERE state IN ('pending', 'running', 'retrying', 'dead')
+        FROM (SELECT queue, state, run_at FROM courier.jobs WHERE state IN ('pending', 'retrying', 'dead')
+              UNION ALL
+              SELECT queue, state, run_at FROM courier.jobs WHERE state = 'running') j
         GROUP BY queue, state
         """)
 

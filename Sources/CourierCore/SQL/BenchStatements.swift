@@ -30,9 +30,9 @@ public enum BenchStatements {
         }
     }
 
-    /// Succeeded jobs of queue `$1` (served by `jobs_state_queue_idx`).
+    /// Succeeded jobs of queue `$1` (served by `jobs_retention_idx`).
     public static let succeededCount = Statement<String>("""
-        SELECT count(*) FROM courier.jobs WHERE state = 'succeeded' AND queue = $1
+        SELECT count(*) FROM courier.jobs WHERE state = 'succeeded' AND finished_at IS NOT NULL AND queue = $1
         """, planning: .prepared) { [$0] }
 
     /// Whether queue `$1` still has unfinished jobs, read from the counts the triggers keep

@@ -36,16 +36,20 @@ public enum DestinationStatements {
     }
 
     /// Destinations with a row or with waiting jobs, busiest first: due jobs, jobs scheduled
-    /// later, running jobs, settings and breaker state. Waiting and running jobs are counted
-    /// through `jobs_lane_due_idx` and `jobs_host_running_idx`.
+    /// later, running jobs, settings and breaker state. Waiting jobs are counted through the
+    /// indexes of waiting jobs and running ones through `jobs_host_running_idx`, in two parts:
+    /// no one index holds both (migration 0020).
     public static let list = Statement<ListParameters>("""
         WITH waiting AS (
             SELECT j.host,
                    count(*) FILTER (WHERE j.state <> 'running' AND j.run_at <= now()) AS due,
                    count(*) FILTER (WHERE j.state <> 'running' AND j.run_at > now()) AS later,
                    count(*) FILTER (WHERE j.state = 'running') AS running
-            FROM courier.jobs j
-            WHERE j.state IN ('pending', 'retrying', 'running') AND ($1::text IS NULL OR j.host = $1::text)
+            FROM (SELECT host, state, run_at FROM courier.jobs
+                  WHERE state IN ('pending', 'retrying') AND ($1::text IS NULL OR host = $1::text)
+                  UNION ALL
+                  SELECT host, state, run_at FROM courier.jobs
+                  WHERE state = 'running' AND ($1::text IS NULL OR host = $1::text)) j
             GROUP BY j.host
         )
         SELECT coalesce(d.host, w.host) AS host, coalesce(w.due, 0), coalesce(w.later, 0), coalesce(w.running, 0),

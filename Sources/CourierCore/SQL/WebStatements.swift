@@ -31,6 +31,7 @@ public enum WebStatements {
     /// before, `$10` only ids below this.
     static let indexedFilters = """
         ($1::courier.job_state IS NULL OR state = $1::courier.job_state)
+          AND ($1::courier.job_state IS DISTINCT FROM 'succeeded' OR finished_at IS NOT NULL)
           AND ($2::text IS NULL OR queue = $2::text)
           AND ($3::text IS NULL OR host = $3::text)
           AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
@@ -51,9 +52,11 @@ public enum WebStatements {
     /// `$4` URL substring, `$5` error substring (both literal, through `strpos`), `$6` created at
     /// or after, `$7` created before, `$8` finished at or after, `$9` finished before, `$10` only
     /// ids below this (the last id of the previous page); `$11` the most rows. The columns are
-    /// those of `AdminStatements.listJobs`. A state walks `jobs_state_queue_idx` (state, queue,
-    /// id) backwards, a host `jobs_lane_due_idx` while it is waiting; otherwise the primary key
-    /// backwards, stopping at the page's last row.
+    /// those of `AdminStatements.listJobs`. A waiting, dead or cancelled state walks
+    /// `jobs_state_queue_idx` (state, queue, id) backwards, running jobs are read through
+    /// `jobs_host_running_idx`, a host `jobs_lane_due_idx` while it is waiting; otherwise (and
+    /// for succeeded jobs unless `jobs_retention_idx` reads fewer) the primary key backwards,
+    /// stopping at the page's last row.
     public static let listJobs = Statement<JobPage>(
         """
         SELECT id, queue, state::text, priority, method, url, attempt, max_attempts, run_at, created_at,
@@ -220,7 +223,7 @@ extension WebStatements {
     public static let benchMakeDead = Statement<String>(
         """
         UPDATE courier.jobs SET state = 'dead', last_status = 503, last_error = 'HTTP 503 from the receiver'
-        WHERE queue = $1 AND state = 'succeeded'
+        WHERE queue = $1 AND state = 'succeeded' AND finished_at IS NOT NULL
         """
     ) { queue in [queue] }
 
