@@ -108,6 +108,7 @@ let package = Package(
                 .embedInCode("Migrations/0018_destination_outcomes_by_probe.sql"),
                 .embedInCode("Migrations/0019_attempts_keyed_by_job.sql"),
                 .embedInCode("Migrations/0020_fewer_index_entries.sql"),
+                .embedInCode("Migrations/0021_settings_checked_when_written.sql"),
             ],
             swiftSettings: strict
         ),

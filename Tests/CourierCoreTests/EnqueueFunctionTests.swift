@@ -125,8 +125,9 @@ final class EnqueueFunctionTests: XCTestCase {
     }
 
     func testQueueNameCheckOnTheTableAcceptsExactlyWhatTheEnqueueRuleAccepts() throws {
-        // jobs_queue_valid (0003) is written without a regular expression for speed; it must
-        // accept exactly the names courier.validate_job accepts, also for rows written directly.
+        // The table's queue rule (a CHECK constraint from 0003, a trigger since 0021) is written
+        // without a regular expression for speed; it must accept exactly the names
+        // courier.validate_job accepts, also for rows written directly.
         let id: Int = try connection.query(
             "SELECT courier.enqueue(url => $1, payload => $2::jsonb)", ["https://example.com/x", PostgresJSON("{}")])[0].decode(0)
         let names = [

@@ -251,7 +251,7 @@ final class WebTrafficTests: WebTestCase {
     func testHostileQueueAndHostNamesAreEscapedAndStillReachTheirPages() async throws {
         let queue = #"<script>alert("q")</script>/x?y#z"#
         let host = #"<img src=x onerror=alert(1)>"#
-        // The tables refuse such a queue name (`jobs_queue_valid`, `queues_name_valid`) and
+        // The tables refuse such a queue name (`check_job_settings`, `queues_name_valid`) and
         // hosts are what `courier.url_host` makes of a URL, but the pages must not trust that:
         // the maintained counts and the destinations table take any text.
         try connection.query("INSERT INTO courier.job_counts (queue, state, jobs) VALUES ($1, 'succeeded', 1)", [queue])

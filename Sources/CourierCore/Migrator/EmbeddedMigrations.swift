@@ -25,5 +25,6 @@ public enum EmbeddedMigrations {
         Migration(fileName: "0018_destination_outcomes_by_probe.sql", bytes: PackageResources._018_destination_outcomes_by_probe_sql),
         Migration(fileName: "0019_attempts_keyed_by_job.sql", bytes: PackageResources._019_attempts_keyed_by_job_sql),
         Migration(fileName: "0020_fewer_index_entries.sql", bytes: PackageResources._020_fewer_index_entries_sql),
+        Migration(fileName: "0021_settings_checked_when_written.sql", bytes: PackageResources._021_settings_checked_when_written_sql),
     ]
 }
