@@ -264,6 +264,30 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
         XCTAssertEqual(any.map(\.id), any.map(\.id).sorted(), "in claim order")
     }
 
+    func testAClaimAmongManyHostsTakesRateTokensFromTheLimitedOneOnly() throws {
+        // 50 hosts with a due job each; one has a rate limit. `spent` looks up only the hosts
+        // `rooms` found limited or probing (fan-out claims of 200 hosts took 200 lookups there
+        // to change nothing): the limited host's token is still taken, the others' rows kept.
+        try connection.simpleQuery(
+            """
+            INSERT INTO courier.jobs (queue, url) SELECT 'live', 'https://h' || i || '.example/' FROM generate_series(1, 50) AS i;
+            INSERT INTO courier.destinations (host) SELECT 'h' || i || '.example' FROM generate_series(1, 50) AS i;
+            UPDATE courier.destinations SET rate_limit = 1000 WHERE host = 'h7.example';
+            ANALYZE courier.jobs;
+            ANALYZE courier.destinations;
+            """)
+        let claimed = try JobStore(connection: connection, workerID: "w").claim(
+            queues: ["live"], limit: 100, lease: .seconds(60))
+        XCTAssertEqual(claimed.count, 50)
+        let tokens: Double = try connection.query(
+            "SELECT tokens FROM courier.destinations WHERE host = 'h7.example'")[0].decode(0)
+        XCTAssertEqual(tokens, 999, accuracy: 1, "the limited host's token was taken")
+        let untouched: Int = try connection.query(
+            "SELECT count(*)::int FROM courier.destinations WHERE host <> 'h7.example' AND tokens_at IS NULL AND probe_at IS NULL"
+        )[0].decode(0)
+        XCTAssertEqual(untouched, 49)
+    }
+
     func testTheClaimStillTakesEveryHostsJobsInOrder() throws {
         try staleStatistics()
         let store = JobStore(connection: connection, workerID: "w")
