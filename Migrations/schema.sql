@@ -56,24 +56,17 @@ CREATE FUNCTION courier.check_job_settings(queue text, max_attempts integer, ret
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    problem text := courier.settings_problem(queue, max_attempts, 0, retry_schedule, NULL);
 BEGIN
-    IF queue IS NULL OR octet_length(queue) NOT BETWEEN 1 AND 128
-            OR btrim(convert_to(queue, 'UTF8'),
-                     '\x4142434445464748494a4b4c4d4e4f505152535455565758595a6162636465666768696a6b6c6d6e6f707172737475767778797a303132333435363738395f2e3a2d'::bytea)
-               <> '\x'::bytea THEN
-        RAISE EXCEPTION USING ERRCODE = 'check_violation', CONSTRAINT = 'jobs_queue_valid', SCHEMA = 'courier',
-            TABLE = 'jobs', MESSAGE = 'queue must be 1-128 characters of A-Z a-z 0-9 _ . : -, got '
-                || coalesce(quote_literal(regexp_replace(left(queue, 200), '[\x01-\x1f\x7f[:cntrl:]]', '?', 'g')), 'NULL');
-    END IF;
-    IF max_attempts IS NULL OR max_attempts NOT BETWEEN 1 AND 1000 THEN
-        RAISE EXCEPTION USING ERRCODE = 'check_violation', CONSTRAINT = 'jobs_max_attempts_positive',
-            SCHEMA = 'courier', TABLE = 'jobs',
-            MESSAGE = 'max_attempts must be between 1 and 1000, got ' || coalesce(max_attempts::text, 'NULL');
-    END IF;
-    IF retry_schedule IS NOT NULL AND NOT courier.retry_schedule_ok(retry_schedule) THEN
-        RAISE EXCEPTION USING ERRCODE = 'check_violation', CONSTRAINT = 'jobs_retry_schedule_bounded',
-            SCHEMA = 'courier', TABLE = 'jobs',
-            MESSAGE = 'retry_schedule must hold 1 to 100 delays, each between 0 and 30 days';
+    -- The rules of courier.enqueue (settings_problem), each reported under the name of the
+    -- constraint that held it on the table before.
+    IF problem IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'check_violation', SCHEMA = 'courier', TABLE = 'jobs', MESSAGE = problem,
+            CONSTRAINT = CASE split_part(problem, ' ', 1)
+                             WHEN 'queue' THEN 'jobs_queue_valid'
+                             WHEN 'max_attempts' THEN 'jobs_max_attempts_positive'
+                             ELSE 'jobs_retry_schedule_bounded' END;
     END IF;
 END;
 $$;

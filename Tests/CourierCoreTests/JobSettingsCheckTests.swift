@@ -67,7 +67,7 @@ final class JobSettingsCheckTests: OwnDatabaseTestCase {
         let cases: [(sql: String, expected: String)] = [
             (insert + "('https://a.example/', 'a b', 10, NULL)",
              "23514 jobs_queue_valid queue must be 1-128 characters of A-Z a-z 0-9 _ . : -, got 'a b'"),
-            (insert + "('https://a.example/', '', 10, NULL)", "23514 jobs_queue_valid queue must be"),
+            (insert + "('https://a.example/', '', 10, NULL)", "23514 jobs_queue_valid queue must not be empty"),
             (insert + "('https://a.example/', repeat('q', 129), 10, NULL)", "23514 jobs_queue_valid queue must be"),
             (insert + "('https://a.example/', 'caf\u{E9}', 10, NULL)", "23514 jobs_queue_valid queue must be"),
             // 0 breaks jobs_attempt_within_max first (attempt 0 of 0 while waiting), as before.
