@@ -64,6 +64,7 @@ final class DemoScriptTests: XCTestCase {
         XCTAssertTrue(result.stderr.hasPrefix("scripts/demo: missing packages: "), result.stderr)
         XCTAssertTrue(result.stderr.contains("apt-get install -y "), result.stderr)
         XCTAssertTrue(result.stderr.contains("libpq-dev"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("libjemalloc-dev"), result.stderr)
         XCTAssertEqual(result.stdout, "")
         XCTAssertEqual(aptGetCalls(), [], "apt-get was called without root")
     }

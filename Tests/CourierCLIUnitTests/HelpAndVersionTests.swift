@@ -89,6 +89,17 @@ final class HelpAndVersionTests: XCTestCase {
             "courier \(CourierVersion.number) (schema \(schema))")
     }
 
+    /// The binary allocates through jemalloc, not glibc's malloc: asked for its statistics at
+    /// exit (`MALLOC_CONF`, read only by jemalloc), it prints them. Without the link the option
+    /// means nothing and stderr stays empty.
+    func testTheBinaryAllocatesThroughJemalloc() throws {
+        let result = try CourierRunner.run(
+            ["--version"], databaseURL: nil, environment: ["MALLOC_CONF": "stats_print:true"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.hasPrefix("courier "), result.stdout)
+        XCTAssertTrue(result.stderr.contains("Begin jemalloc statistics"), String(result.stderr.prefix(300)))
+    }
+
     func testUnknownCommandsAndFlagsAreStillUsageErrors() throws {
         let unknown = try run(["frobnicate"])
         XCTAssertEqual(unknown.status, 2, unknown.stderr)

@@ -20,14 +20,16 @@ apt_install() {
 }
 
 # require_build_packages WHO: makes sure of what `swift build` and a throwaway cluster need:
-# the server binaries (postgresql), libpq's header (libpq-dev, found through pkg-config) and
-# pkg-config. As root installs the missing ones; otherwise prints one line, prefixed with WHO,
+# the server binaries (postgresql), libpq's header (libpq-dev, found through pkg-config),
+# jemalloc, which the `courier` binary allocates through (libjemalloc-dev, found the same way),
+# and pkg-config. As root installs the missing ones; otherwise prints one line, prefixed with WHO,
 # that names them, and exits 1.
 require_build_packages() {
     local who=$1
     local missing=()
     find_pg_bin >/dev/null || missing+=(postgresql)
     pkg-config --exists libpq 2>/dev/null || missing+=(libpq-dev)
+    pkg-config --exists jemalloc 2>/dev/null || missing+=(libjemalloc-dev)
     command -v pkg-config >/dev/null || missing+=(pkg-config)
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" -ne 0 ]; then
