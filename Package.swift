@@ -109,6 +109,7 @@ let package = Package(
                 .embedInCode("Migrations/0019_attempts_keyed_by_job.sql"),
                 .embedInCode("Migrations/0020_fewer_index_entries.sql"),
                 .embedInCode("Migrations/0021_settings_checked_when_written.sql"),
+                .embedInCode("Migrations/0022_outcomes_in_place_order.sql"),
             ],
             swiftSettings: strict
         ),

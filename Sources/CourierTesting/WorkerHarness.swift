@@ -182,8 +182,13 @@ extension JobStore {
     /// Writes one outcome, `result`, for each of `jobs` as the worker would: the transition the
     /// policy decides for it (with a fixed jitter) and `now` as its start and end.
     public func record(_ jobs: [ClaimedJob], _ result: Delivery) throws {
+        try record(jobs.map { ($0, result) })
+    }
+
+    /// Writes the outcomes of one batch, each job with its own result, in the order given.
+    public func record(_ batch: [(job: ClaimedJob, result: Delivery)]) throws {
         let now = Date()
-        try recordOutcomes(jobs.map { job in
+        try recordOutcomes(batch.map { job, result in
             AttemptRecord(
                 jobID: job.id, attempt: job.attempt,
                 transition: JobTransition.decide(

@@ -26,5 +26,6 @@ public enum EmbeddedMigrations {
         Migration(fileName: "0019_attempts_keyed_by_job.sql", bytes: PackageResources._019_attempts_keyed_by_job_sql),
         Migration(fileName: "0020_fewer_index_entries.sql", bytes: PackageResources._020_fewer_index_entries_sql),
         Migration(fileName: "0021_settings_checked_when_written.sql", bytes: PackageResources._021_settings_checked_when_written_sql),
+        Migration(fileName: "0022_outcomes_in_place_order.sql", bytes: PackageResources._022_outcomes_in_place_order_sql),
     ]
 }

@@ -583,11 +583,15 @@ public enum WorkerStatements {
                                    WHERE a.job_id = o.id AND a.attempt = o.attempt AND a.started_at = o.started_at))
             ORDER BY o.n
         ),
+        -- The arrays of one aggregation are aligned with each other but not in batch order; each
+        -- function reads the order from the places (`o.n`) that travel with them (migration
+        -- 0022: an ORDER BY per aggregate sorted the batch ten times).
         signaled AS (
             SELECT courier.record_destination_outcomes(
-                       array_agg(u.host ORDER BY o.n), array_agg(s.host ORDER BY o.n),
+                       array_agg(u.host), array_agg(s.host),
                        array_agg(CASE WHEN o.signal = 'gone'
-                                      THEN 'the receiver answered 410 Gone to job ' || o.id END ORDER BY o.n)) AS done
+                                      THEN 'the receiver answered 410 Gone to job ' || o.id END),
+                       array_agg(o.n)) AS done
             FROM updated u
             JOIN outcome o ON o.id = u.id AND NOT o.in_process
             -- What the host is told: an endpoint's own failure, and a registered endpoint's 410
@@ -601,11 +605,9 @@ public enum WorkerStatements {
         ),
         judged AS (
             SELECT courier.record_endpoint_outcomes(
-                       array_agg(u.endpoint ORDER BY o.n), array_agg(u.host ORDER BY o.n),
-                       array_agg(u.endpoint_id ORDER BY o.n), array_agg(u.message_id ORDER BY o.n),
-                       array_agg(o.signal ORDER BY o.n), array_agg(u.state::text ORDER BY o.n),
-                       array_agg(u.id ORDER BY o.n),
-                       $15::float8 * interval '1 second', $16::int) AS done
+                       array_agg(u.endpoint), array_agg(u.host), array_agg(u.endpoint_id),
+                       array_agg(u.message_id), array_agg(o.signal), array_agg(u.state::text),
+                       array_agg(u.id), $15::float8 * interval '1 second', $16::int, array_agg(o.n)) AS done
             FROM updated u
             JOIN outcome o ON o.id = u.id AND NOT o.in_process
         )
