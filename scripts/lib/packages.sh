@@ -22,8 +22,8 @@ apt_install() {
 # require_build_packages WHO: makes sure of what `swift build` and a throwaway cluster need:
 # the server binaries (postgresql), libpq's header (libpq-dev, found through pkg-config),
 # jemalloc, which the `courier` binary allocates through (libjemalloc-dev, found the same way),
-# and pkg-config. As root installs the missing ones; otherwise prints one line, prefixed with WHO,
-# that names them, and exits 1.
+# and pkg-config. As root installs the missing ones; otherwise prints one line, prefixed with
+# WHO, that names them, and exits 1.
 require_build_packages() {
     local who=$1
     local missing=()
