@@ -34,8 +34,7 @@ final class OutcomePlacesTests: XCTestCase {
             "SELECT courier.record_destination_outcomes($1, $2, $3, $4)",
             [PostgresArray(Array(repeating: host, count: 3)), PostgresArray(signals),
              PostgresArray(["", "", ""]), places.map { PostgresArray($0) }])
-        return try connection.query(
-            "SELECT failure_streak FROM courier.destinations WHERE host = $1", [host])[0].decode(0)
+        return try hostStreak(host)
     }
 
     func testTheDestinationStreakFollowsThePlacesNotTheArrayOrder() throws {
