@@ -167,6 +167,37 @@ final class DestinationTests: XCTestCase {
         XCTAssertEqual(started, expected)
     }
 
+    /// One claim's jobs come out in claim order: every host's first job, then every host's
+    /// second, ...; within a turn by priority, then run_at, then id. The server returns them
+    /// unordered with their places, and the store puts them in order.
+    func testOneClaimsJobsComeOutHostByHostInPriorityOrder() throws {
+        let a = try enqueue(3, host: "a")
+        let b = try (0..<2).map { i in
+            try connection.query(
+                "SELECT courier.enqueue(url => $1, payload => '{}', queue => $2, priority => 0)",
+                ["https://\(host("b")):8443/\(i)", queue])[0].decode(0, as: Int64.self)
+        }
+        _ = try connection.query("UPDATE courier.jobs SET priority = 1 WHERE id = ANY ($1::bigint[])", [PostgresArray(a)])
+        let order = [b[0], a[0], b[1], a[1], a[2]]
+
+        // The statement alone: each job's place, whatever order the rows come in.
+        try connection.simpleQuery("BEGIN")
+        let lanes = try connection.run(WorkerStatements.lockDestinations, .init(queues: [queue], limit: 10, after: nil))
+            .rows.map { WorkerStatements.Lane(host: try $0.decode(0), queue: try $0.decode(1)) }
+        let result = try connection.run(
+            WorkerStatements.claimBatch,
+            .init(queues: [queue], workerID: "w0", limit: 10, lease: .seconds(60), defaultHostCap: 100, lanes: lanes))
+        let place = result.columns.count - 2
+        var places: [Int64: Int64] = [:]
+        for row in result.rows { places[try row.decode(0)] = try row.decode(place) }
+        try connection.simpleQuery("ROLLBACK")
+        XCTAssertEqual(places, Dictionary(uniqueKeysWithValues: order.enumerated().map { ($1, Int64($0 + 1)) }))
+
+        let store = JobStore(connection: connection, workerID: "w1")
+        let claimed = try store.claim(queues: [queue], limit: 10, lease: .seconds(60), perHostLimit: 100)
+        XCTAssertEqual(claimed.map(\.id), order)
+    }
+
     func testAHostWhoseFirstJobWaitsForLaterStillGivesItsDueOnes() throws {
         // The lane's first job in claim order (priority 0) is not due; the due one (priority 1)
         // behind it is the host's head, and the host's place among hosts follows it.

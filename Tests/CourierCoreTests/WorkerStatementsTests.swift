@@ -108,6 +108,31 @@ final class WorkerStatementsTests: XCTestCase {
         XCTAssertEqual(claimed.first?.schedule.delays, [.seconds(1), .seconds(2)])
     }
 
+    /// The schedule a claim carries: the job's own over its queue's, the queue's over the
+    /// default, and the default (`standardWebhooks`) when neither has one.
+    func testAClaimCarriesTheJobsScheduleElseItsQueuesElseTheDefault() throws {
+        func enqueue(schedule: String?) throws -> Int64 {
+            try connection.query(
+                "SELECT courier.enqueue(url => 'http://127.0.0.1:9/', payload => '{}', queue => $1, retry_schedule => $2::interval[])",
+                [queue, schedule])[0].decode(0)
+        }
+        let plain = try enqueue(schedule: nil)
+        let own = try enqueue(schedule: "{3s,4s,5s}")
+        let store = JobStore(connection: connection, workerID: "w1")
+        var schedules = Dictionary(
+            uniqueKeysWithValues: try store.claim(queues: [queue], limit: 10, lease: .seconds(30)).map { ($0.id, $0.schedule) })
+        XCTAssertEqual(schedules[plain], .standardWebhooks)
+        XCTAssertEqual(schedules[own]?.delays, [.seconds(3), .seconds(4), .seconds(5)])
+
+        try connection.query("INSERT INTO courier.queues (name, retry_schedule) VALUES ($1, '{1s,2s}')", [queue])
+        let queued = try enqueue(schedule: nil)
+        let ownBeside = try enqueue(schedule: "{7s}")
+        schedules = Dictionary(
+            uniqueKeysWithValues: try store.claim(queues: [queue], limit: 10, lease: .seconds(30)).map { ($0.id, $0.schedule) })
+        XCTAssertEqual(schedules[queued]?.delays, [.seconds(1), .seconds(2)])
+        XCTAssertEqual(schedules[ownBeside]?.delays, [.seconds(7)])
+    }
+
     func testCompleteRecordsOutcomesAndAttemptRowsInOneBatch() throws {
         let ids = try enqueue(3)
         let store = JobStore(connection: connection, workerID: "w1")

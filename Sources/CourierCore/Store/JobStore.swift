@@ -87,10 +87,12 @@ public struct JobStore {
                 // One row with NULL job columns when nothing was claimed; the last column says
                 // whether some host's room was used up.
                 let heldBack = claimed.columns.count - 1
+                var placed: [(place: Int64, row: PostgresRow)] = []
                 for row in claimed.rows {
                     if try row.decode(heldBack, as: Bool.self) { out.heldBack = true }
-                    if try row.decode(0, as: Int64?.self) != nil { rows.append(row) }
+                    if let place = try row.decode(heldBack - 1, as: Int64?.self) { placed.append((place, row)) }
                 }
+                rows = placed.sorted { $0.place < $1.place }.map(\.row)
             } catch {
                 // A failed statement leaves the transaction open and aborted.
                 connection.rollbackAfterError()
