@@ -173,6 +173,13 @@ final class WorkerStatementsTests: XCTestCase {
             """, [ids[0]])[0]
         XCTAssertEqual(try times.decode(0, as: String.self), "2026-11-18 11:06:40.123456")
         XCTAssertEqual(try times.decode(1, as: String.self), "2026-11-18 11:06:40.135456")
+        // The duration comes from the same microseconds, in float8 arithmetic: exactly the
+        // interval between the two times, in milliseconds.
+        let duration = try connection.query(
+            "SELECT duration_ms, duration_ms = (extract(epoch FROM finished_at - started_at) * 1000)::float8 FROM courier.attempts WHERE job_id = $1",
+            [ids[0]])[0]
+        XCTAssertEqual(try duration.decode(0, as: Double.self), 12.0)
+        XCTAssertEqual(try duration.decode(1, as: Bool.self), true)
     }
 
     func testLateOutcomeAfterRescueChangesNothing() throws {

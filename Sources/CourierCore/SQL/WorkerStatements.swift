@@ -550,6 +550,7 @@ public enum WorkerStatements {
             SELECT o.id, o.attempt, o.state, o.delay_ms, o.status, o.error,
                    timestamptz 'epoch' + o.started_us * interval '1 microsecond' AS started_at,
                    timestamptz 'epoch' + o.finished_us * interval '1 microsecond' AS finished_at,
+                   (o.finished_us - o.started_us) / 1000.0::float8 AS duration_ms,
                    o.excerpt, o.spent, o.postponed, o.signal, o.in_process, o.n
             FROM unnest($1::bigint[], $2::int[], $3::courier.job_state[], $4::float8[], $5::int[],
                         $6::text[], $7::bigint[], $8::bigint[], $9::text[], $11::boolean[],
@@ -581,7 +582,7 @@ public enum WorkerStatements {
             INSERT INTO courier.attempts (job_id, attempt, started_at, finished_at, duration_ms, status, error,
                                           response_excerpt, worker, in_process)
             SELECT o.id, o.attempt, o.started_at, o.finished_at,
-                   extract(epoch FROM o.finished_at - o.started_at) * 1000, o.status, o.error, o.excerpt, $10,
+                   o.duration_ms, o.status, o.error, o.excerpt, $10,
                    o.in_process
             FROM outcome o
             WHERE o.id IN (SELECT id FROM updated)
