@@ -28,6 +28,35 @@ final class ParameterRoundTripTests: XCTestCase {
         XCTAssertEqual(text.rawBytes(0)?.prefix(2), Array("\\x".utf8)[...])
     }
 
+    /// Binary array parameters as the server reads them: every element type, NULLs, the
+    /// extremes of each type and an empty array, read back as the server's text.
+    func testBinaryArraysReachTheServerElementForElement() throws {
+        let row = try connection.query(
+            "SELECT $1::bigint[]::text, $2::int[]::text, $3::float8[]::text, $4::boolean[]::text, $5::bigint[]::text, cardinality($5::bigint[])",
+            [
+                PostgresBinaryArray([Int64.min, 0, Int64.max]),
+                PostgresBinaryArray([Int32.min, nil, Int32.max]),
+                PostgresBinaryArray([0.1, -0.0, .infinity, -.infinity, .nan, nil]),
+                PostgresBinaryArray([true, false]),
+                PostgresBinaryArray([Int64]()),
+            ])[0]
+        XCTAssertEqual(try row.decode(0, as: String.self), "{-9223372036854775808,0,9223372036854775807}")
+        XCTAssertEqual(try row.decode(1, as: String.self), "{-2147483648,NULL,2147483647}")
+        XCTAssertEqual(try row.decode(2, as: String.self), "{0.1,-0,Infinity,-Infinity,NaN,NULL}")
+        XCTAssertEqual(try row.decode(3, as: String.self), "{t,f}")
+        XCTAssertEqual(try row.decode(4, as: String.self), "{}")
+        XCTAssertEqual(try row.decode(5, as: Int.self), 0)
+    }
+
+    /// An array whose element type is not the parameter's is refused by the server with one
+    /// clear error, and the connection goes on.
+    func testABinaryArrayOfTheWrongElementTypeIsRefused() throws {
+        XCTAssertThrowsError(try connection.query("SELECT $1::int[]", [PostgresBinaryArray([Int64(1)])])) { error in
+            XCTAssertTrue("\(error)".contains("binary data has array element type 20 (bigint) instead of expected 23 (integer)"), "\(error)")
+        }
+        XCTAssertEqual(try connection.query("SELECT 1")[0].decode(0, as: Int.self), 1)
+    }
+
     func testNullBindsAndDecodesAsNil() throws {
         let row = try connection.query("SELECT $1::text, $2::bigint", [String?.none, Int?.none])[0]
         XCTAssertNil(try row.decode(0, as: String?.self))

@@ -670,11 +670,16 @@ public enum WorkerStatements {
             finished.append(PostgresTimestamp.microseconds(since1970: record.finishedAt))
             excerpts.append(delivery.responseExcerpt)
         }
+        // Numbers and flags go in binary (no text for the server to parse); the texts and the
+        // enum states as array literals.
         return [
-            PostgresArray(ids), PostgresArray(attempts), PostgresArray(states), PostgresArray(delays),
-            PostgresArray(statuses), PostgresArray(errors), PostgresArray(started), PostgresArray(finished),
-            PostgresArray(excerpts), workerID, PostgresArray(spent), PostgresArray(postponed),
-            PostgresArray(signals), PostgresArray(inProcess),
+            PostgresBinaryArray(ids), PostgresBinaryArray(attempts.map { Int32(clamping: $0) }),
+            PostgresArray(states), PostgresBinaryArray(delays),
+            PostgresBinaryArray(statuses.map { $0.map { Int32(clamping: $0) } }), PostgresArray(errors),
+            PostgresBinaryArray(started), PostgresBinaryArray(finished),
+            PostgresArray(excerpts), workerID, PostgresBinaryArray(spent),
+            PostgresBinaryArray(postponed.map { Int32(clamping: $0) }),
+            PostgresArray(signals), PostgresBinaryArray(inProcess),
         ]
     }
 
