@@ -35,8 +35,9 @@ extension Bool: PostgresBinaryArrayElement {
 
 /// A one-dimensional array parameter of `bigint`, `integer`, `float8` or `boolean`, sent in
 /// PostgreSQL's binary array form: the server reads each element's fixed-width bytes
-/// (`array_recv`) instead of parsing the array's text and every number in it (`array_in`),
-/// which was about 3 % of the server's work for the worker's outcome batches.
+/// (`array_recv`) instead of parsing the array's text and every number in it (`array_in`,
+/// 2.6 % of the instructions of a worker's server process when its outcome batches sent every
+/// array as text).
 ///
 /// The statement must give the parameter the matching array type (`$1::bigint[]`,
 /// `$2::int[]`, `$3::float8[]`, `$4::boolean[]`): the server refuses an array whose element
