@@ -52,3 +52,45 @@ func scans(_ node: [String: Any]) -> [(type: String, relation: String)] {
 }
 
 func scans(plan: [String: Any]) -> [(type: String, relation: String)] { scans(plan["Plan"] as? [String: Any] ?? [:]) }
+
+/// A bound parameter as an SQL literal, for `EXECUTE name(...)`: text as a quoted string, a
+/// binary array (`PostgresBinaryArray`) as the array literal the server would read from it.
+func sqlLiteral(_ value: PostgresValue) -> String {
+    switch value {
+    case .null: return "NULL"
+    case .text(let text): return "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    case .bytes(let bytes): return "'" + binaryArrayLiteral(bytes) + "'"
+    }
+}
+
+/// The text form of a one-dimensional binary array of `bigint`, `integer`, `float8` or
+/// `boolean` (the only kinds `PostgresBinaryArray` writes).
+private func binaryArrayLiteral(_ bytes: [UInt8]) -> String {
+    func word(_ at: Int) -> UInt32 { bytes[at..<at + 4].reduce(0) { $0 << 8 | UInt32($1) } }
+    func long(_ at: Int) -> UInt64 { bytes[at..<at + 8].reduce(0) { $0 << 8 | UInt64($1) } }
+    guard word(0) == 1 else { return "{}" }
+    let oid = word(8)
+    var at = 20
+    var elements: [String] = []
+    for _ in 0..<Int(word(12)) {
+        let length = Int32(bitPattern: word(at))
+        at += 4
+        guard length >= 0 else {
+            elements.append("NULL")
+            continue
+        }
+        switch oid {
+        case 20: elements.append(String(Int64(bitPattern: long(at))))
+        case 23: elements.append(String(Int32(bitPattern: word(at))))
+        case 701: elements.append("\(Double(bitPattern: long(at)))")
+        default: elements.append(bytes[at] == 0 ? "f" : "t")
+        }
+        at += Int(length)
+    }
+    return "{" + elements.joined(separator: ",") + "}"
+}
+
+/// Every node of the plan, depth first.
+func nodes(_ node: [String: Any]) -> [[String: Any]] {
+    [node] + (node["Plans"] as? [[String: Any]] ?? []).flatMap { nodes($0) }
+}

@@ -182,6 +182,48 @@ final class WorkerStatementsTests: XCTestCase {
         XCTAssertEqual(try duration.decode(1, as: Bool.self), true)
     }
 
+    /// An outcome batch calls `record_endpoint_outcomes` and `record_destination_outcomes` only
+    /// when they can have something to do, and then they still do it: counted by PostgreSQL's
+    /// function statistics, in one transaction (so `now()` stands still).
+    func testAnOutcomeBatchCallsTheHealthFunctionsOnlyWhenTheyHaveSomethingToDo() throws {
+        for _ in 0..<4 {
+            try connection.query(
+                "SELECT courier.enqueue(url => 'http://127.0.0.1:9/hook?n=1', payload => '{}', queue => $1)", [queue])
+        }
+        let store = JobStore(connection: connection, workerID: "w1")
+        let jobs = try store.claim(queues: [queue], limit: 4, lease: .seconds(30)).sorted { $0.id < $1.id }
+        XCTAssertEqual(jobs.count, 4)
+        try connection.simpleQuery("BEGIN; SET LOCAL track_functions = 'pl'")
+        func calls() throws -> [Int] {
+            try ["record_endpoint_outcomes", "record_destination_outcomes"].map {
+                try connection.query(
+                    "SELECT coalesce(sum(calls), 0)::int FROM pg_stat_xact_user_functions WHERE schemaname = 'courier' AND funcname = $1",
+                    [$0])[0].decode(0)
+            }
+        }
+        // A success to a plain URL without a health row: nothing for the endpoint function; the
+        // host's row has no last success yet, so the destination function writes it.
+        try store.record([jobs[0]], .delivered(status: 200))
+        XCTAssertEqual(try calls(), [0, 1])
+        // Another within the same second: nothing for either.
+        try store.record([jobs[1]], .delivered(status: 200))
+        XCTAssertEqual(try calls(), [0, 1])
+        // A 500: the endpoint's streak starts (the host answered, and answered within the second).
+        try store.record([jobs[2]], .response(status: 500, error: "HTTP 500"))
+        XCTAssertEqual(try calls(), [1, 1])
+        // The endpoint is the URL without its query.
+        func streak() throws -> Int {
+            try connection.query(
+                "SELECT failure_streak FROM courier.endpoint_health WHERE key = 'http://127.0.0.1:9/hook'")[0].decode(0)
+        }
+        XCTAssertEqual(try streak(), 1)
+        // The next success has a streak to reset.
+        try store.record([jobs[3]], .delivered(status: 200))
+        XCTAssertEqual(try calls(), [2, 1])
+        XCTAssertEqual(try streak(), 0)
+        try connection.simpleQuery("COMMIT")
+    }
+
     func testLateOutcomeAfterRescueChangesNothing() throws {
         let ids = try enqueue(1)
         let store = JobStore(connection: connection, workerID: "slow-worker")
