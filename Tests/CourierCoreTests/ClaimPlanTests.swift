@@ -173,11 +173,7 @@ final class ClaimPlanTests: OwnDatabaseTestCase {
     /// The filter of every scan of `relation` in the plan, the condition checked row by row
     /// ("" for a scan without one; an index condition is a probe, not a filter).
     private func filtersOn(_ relation: String, _ node: [String: Any]) -> [String] {
-        var own: [String] = []
-        if node["Relation Name"] as? String == relation {
-            own.append(node["Filter"] as? String ?? "")
-        }
-        return own + (node["Plans"] as? [[String: Any]] ?? []).flatMap { filtersOn(relation, $0) }
+        nodes(node).filter { $0["Relation Name"] as? String == relation }.map { $0["Filter"] as? String ?? "" }
     }
 
     /// Writing a batch of outcomes finds each job by its primary key. The statistics were taken

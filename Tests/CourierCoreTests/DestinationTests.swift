@@ -29,14 +29,16 @@ final class DestinationTests: XCTestCase {
     private func host(_ name: String) -> String { "\(name).\(tag!).test" }
 
     @discardableResult
-    private func enqueue(_ count: Int, host name: String, maxAttempts: Int = 5, delay: Double = 0) throws -> [Int64] {
+    private func enqueue(
+        _ count: Int, host name: String, maxAttempts: Int = 5, delay: Double = 0, priority: Int = 0
+    ) throws -> [Int64] {
         try (0..<count).map { i in
             try connection.query(
                 """
                 SELECT courier.enqueue(url => $1, payload => '{}', queue => $2, max_attempts => $3,
-                                       run_at => now() + $4::float8 * interval '1 second')
+                                       run_at => now() + $4::float8 * interval '1 second', priority => $5)
                 """,
-                ["https://\(host(name)):8443/\(i)", queue, maxAttempts, delay])[0].decode(0, as: Int64.self)
+                ["https://\(host(name)):8443/\(i)", queue, maxAttempts, delay, priority])[0].decode(0, as: Int64.self)
         }
     }
 
@@ -171,13 +173,8 @@ final class DestinationTests: XCTestCase {
     /// second, ...; within a turn by priority, then run_at, then id. The server returns them
     /// unordered with their places, and the store puts them in order.
     func testOneClaimsJobsComeOutHostByHostInPriorityOrder() throws {
-        let a = try enqueue(3, host: "a")
-        let b = try (0..<2).map { i in
-            try connection.query(
-                "SELECT courier.enqueue(url => $1, payload => '{}', queue => $2, priority => 0)",
-                ["https://\(host("b")):8443/\(i)", queue])[0].decode(0, as: Int64.self)
-        }
-        _ = try connection.query("UPDATE courier.jobs SET priority = 1 WHERE id = ANY ($1::bigint[])", [PostgresArray(a)])
+        let a = try enqueue(3, host: "a", priority: 1)
+        let b = try enqueue(2, host: "b", priority: 0)
         let order = [b[0], a[0], b[1], a[1], a[2]]
 
         // The statement alone: each job's place, whatever order the rows come in.

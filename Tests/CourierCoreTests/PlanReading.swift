@@ -41,14 +41,12 @@ func mostRows(plan: [String: Any]) -> Int { mostRows(plan["Plan"] as? [String: A
 
 /// Every (node type, relation or index) the plan has, e.g. ("Seq Scan", "jobs").
 func scans(_ node: [String: Any]) -> [(type: String, relation: String)] {
-    let type = node["Node Type"] as? String ?? ""
-    var own: [(type: String, relation: String)] = []
-    if let index = node["Index Name"] as? String {
-        own.append((type, index))
-    } else if let relation = node["Relation Name"] as? String {
-        own.append((type, relation))
+    nodes(node).compactMap { node in
+        let type = node["Node Type"] as? String ?? ""
+        if let index = node["Index Name"] as? String { return (type, index) }
+        if let relation = node["Relation Name"] as? String { return (type, relation) }
+        return nil
     }
-    return own + (node["Plans"] as? [[String: Any]] ?? []).flatMap { scans($0) }
 }
 
 func scans(plan: [String: Any]) -> [(type: String, relation: String)] { scans(plan["Plan"] as? [String: Any] ?? [:]) }
