@@ -250,6 +250,53 @@ final class WorkerStatementsTests: XCTestCase {
         XCTAssertEqual(try state(ids[0]), "succeeded")
     }
 
+    /// The attempt rows of an outcome batch: every row of each job the batch moved (its
+    /// requests repeated in process too), and a stale outcome's row once, whether the batch
+    /// moved all its jobs (then no row is looked up) or only some.
+    func testABatchWritesTheRowsOfTheJobsItMovedAndEachStaleOutcomeOnce() throws {
+        // A host of its own: the health-function test counts calls for 127.0.0.1's first success.
+        let ids: [Int64] = try (0..<4).map { i in
+            try connection.query(
+                "SELECT courier.enqueue(url => $1, payload => '{}', queue => $2)",
+                ["http://127.0.0.2:9/\(i)", queue])[0].decode(0)
+        }
+        let store = JobStore(connection: connection, workerID: "w1")
+        let claimed = try store.claim(queues: [queue], limit: 4, lease: .seconds(30)).sorted { $0.id < $1.id }
+        XCTAssertEqual(claimed.map(\.id), ids)
+        let start = Date(timeIntervalSince1970: 1_795_000_000)
+        func record(_ job: ClaimedJob, at offset: Double, repeated: Int = 0) -> AttemptRecord {
+            var delivery = Delivery.delivered(status: 200)
+            delivery.inProcess = (0..<repeated).map { i in
+                InProcessAttempt(
+                    startedAt: start.addingTimeInterval(offset - 0.5 + Double(i) * 0.1),
+                    finishedAt: start.addingTimeInterval(offset - 0.45 + Double(i) * 0.1), status: nil,
+                    error: "connection reset before a complete response")
+            }
+            return AttemptRecord(
+                jobID: job.id, attempt: job.attempt, transition: .succeed, delivery: delivery,
+                startedAt: start.addingTimeInterval(offset), finishedAt: start.addingTimeInterval(offset + 0.01),
+                host: job.host)
+        }
+        func rows() throws -> [Int] {
+            try ids.map {
+                try connection.query("SELECT count(*)::int FROM courier.attempts WHERE job_id = $1", [$0])[0].decode(0)
+            }
+        }
+        // Every job of the batch moves: each writes its row and its repeated requests' rows.
+        let first = [record(claimed[0], at: 1, repeated: 2), record(claimed[1], at: 1)]
+        XCTAssertEqual(try store.recordOutcomes(first).changed, Set(ids[0...1]))
+        XCTAssertEqual(try rows(), [3, 1, 0, 0])
+        // One job moves; beside it the first batch again (its COMMIT's answer lost: nothing new)
+        // and an outcome of job 2 that was never written (kept once as history).
+        let stale = record(claimed[1], at: 2)
+        let mixed = first + [stale, record(claimed[2], at: 1, repeated: 1)]
+        XCTAssertEqual(try store.recordOutcomes(mixed).changed, [ids[2]])
+        XCTAssertEqual(try rows(), [3, 2, 2, 0])
+        XCTAssertEqual(try store.recordOutcomes(mixed).changed, [])
+        XCTAssertEqual(try rows(), [3, 2, 2, 0], "written once, however often the batch comes")
+        XCTAssertEqual(try ids.map(state), ["succeeded", "succeeded", "succeeded", "running"])
+    }
+
     func testHeartbeatExtendsOnlyLeasesStillHeld() throws {
         let ids = try enqueue(2)
         let store = JobStore(connection: connection, workerID: "w1")
