@@ -252,7 +252,7 @@ final class WorkerStatementsTests: XCTestCase {
 
     /// The attempt rows of an outcome batch: every row of each job the batch moved (its
     /// requests repeated in process too), and a stale outcome's row once, whether the batch
-    /// moved all its jobs (then no row is looked up) or only some.
+    /// moved all its jobs or only some, however often it is sent.
     func testABatchWritesTheRowsOfTheJobsItMovedAndEachStaleOutcomeOnce() throws {
         // A host of its own: the health-function test counts calls for 127.0.0.1's first success.
         let ids: [Int64] = try (0..<4).map { i in
@@ -286,8 +286,8 @@ final class WorkerStatementsTests: XCTestCase {
         let first = [record(claimed[0], at: 1, repeated: 2), record(claimed[1], at: 1)]
         XCTAssertEqual(try store.recordOutcomes(first).changed, Set(ids[0...1]))
         XCTAssertEqual(try rows(), [3, 1, 0, 0])
-        // One job moves; beside it the first batch again (its COMMIT's answer lost: nothing new)
-        // and an outcome of job 2 that was never written (kept once as history).
+        // The third job moves; beside it the first batch again (its COMMIT's answer lost:
+        // nothing new) and a later outcome of the second job, never written (kept once as history).
         let stale = record(claimed[1], at: 2)
         let mixed = first + [stale, record(claimed[2], at: 1, repeated: 1)]
         XCTAssertEqual(try store.recordOutcomes(mixed).changed, [ids[2]])
