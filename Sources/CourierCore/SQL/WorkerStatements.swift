@@ -649,18 +649,18 @@ public enum WorkerStatements {
     /// `completeBatch`'s parallel arrays: one element per row, the outcome of each attempt
     /// preceded by the requests repeated in process within it (history rows only, `$14`).
     static func outcomeArguments(_ records: [AttemptRecord], workerID: String) -> [any PostgresEncodable] {
-        var ids: [Int64] = [], attempts: [Int] = [], states: [String] = [], delays: [Double?] = []
-        var statuses: [Int?] = [], errors: [String?] = [], started: [Int64] = [], finished: [Int64] = []
-        var excerpts: [String?] = [], spent: [Bool] = [], postponed: [Int] = [], signals: [String] = []
+        var ids: [Int64] = [], attempts: [Int32] = [], states: [String] = [], delays: [Double?] = []
+        var statuses: [Int32?] = [], errors: [String?] = [], started: [Int64] = [], finished: [Int64] = []
+        var excerpts: [String?] = [], spent: [Bool] = [], postponed: [Int32] = [], signals: [String] = []
         var inProcess: [Bool] = []
         for record in records {
             let delivery = record.delivery
             for earlier in delivery.inProcess {
                 ids.append(record.jobID)
-                attempts.append(record.attempt)
+                attempts.append(Int32(clamping: record.attempt))
                 states.append(record.transition.state.rawValue)
                 delays.append(nil)
-                statuses.append(earlier.status)
+                statuses.append(earlier.status.map { Int32(clamping: $0) })
                 errors.append(earlier.error)
                 spent.append(true)
                 postponed.append(0)
@@ -672,14 +672,14 @@ public enum WorkerStatements {
             }
             inProcess.append(false)
             ids.append(record.jobID)
-            attempts.append(record.attempt)
+            attempts.append(Int32(clamping: record.attempt))
             states.append(record.transition.state.rawValue)
             switch record.transition {
             case .retry(let delay), .postpone(let delay): delays.append(delay.inSeconds * 1000)
             case .park: delays.append(0)
             case .succeed, .dead: delays.append(nil)
             }
-            statuses.append(delivery.status)
+            statuses.append(delivery.status.map { Int32(clamping: $0) })
             switch record.transition {
             case .dead(let reason), .park(let reason): errors.append(reason)
             default: errors.append(delivery.error)
@@ -694,12 +694,12 @@ public enum WorkerStatements {
         // Numbers and flags go in binary (no text for the server to parse); the texts and the
         // enum states as array literals.
         return [
-            PostgresBinaryArray(ids), PostgresBinaryArray(attempts.map { Int32(clamping: $0) }),
+            PostgresBinaryArray(ids), PostgresBinaryArray(attempts),
             PostgresArray(states), PostgresBinaryArray(delays),
-            PostgresBinaryArray(statuses.map { $0.map { Int32(clamping: $0) } }), PostgresArray(errors),
+            PostgresBinaryArray(statuses), PostgresArray(errors),
             PostgresBinaryArray(started), PostgresBinaryArray(finished),
             PostgresArray(excerpts), workerID, PostgresBinaryArray(spent),
-            PostgresBinaryArray(postponed.map { Int32(clamping: $0) }),
+            PostgresBinaryArray(postponed),
             PostgresArray(signals), PostgresBinaryArray(inProcess),
         ]
     }
