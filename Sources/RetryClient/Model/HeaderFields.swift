@@ -64,6 +64,11 @@ public struct HeaderFields: Sendable, Equatable, Sequence, ExpressibleByDictiona
         fields.append(Field(name: name, value: value))
     }
 
+    /// Makes room for `count` fields in all, so that adding up to that many allocates once.
+    public mutating func reserveCapacity(_ count: Int) {
+        fields.reserveCapacity(count)
+    }
+
     /// Removes every field named `name` (case-insensitive).
     public mutating func remove(_ name: String) {
         fields.removeAll { Self.sameName($0.name, name) }
@@ -75,7 +80,7 @@ public struct HeaderFields: Sendable, Equatable, Sequence, ExpressibleByDictiona
     /// Whether two field names are the same but for ASCII case (HTTP's rule), compared byte
     /// by byte: every delivery asks this of each of its fields, and lowercasing both names
     /// made two strings each time.
-    static func sameName(_ a: String, _ b: String) -> Bool {
+    public static func sameName(_ a: String, _ b: String) -> Bool {
         a.utf8.count == b.utf8.count && a.utf8.elementsEqual(b.utf8) { asciiLower($0) == asciiLower($1) }
     }
 
