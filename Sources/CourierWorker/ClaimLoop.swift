@@ -30,8 +30,12 @@ final class ClaimLoop: @unchecked Sendable {
     private var connection: PostgresConnection?
     /// Where the last claim's round of the lanes ended; the next claim goes on from there.
     private var claimCursor: WorkerStatements.Lane?
-    private var jobs: [JobRef: ClaimedJob] = [:]
-    private var tasks: [JobRef: Task<Void, Never>] = [:]
+    /// The jobs being delivered, by reference: one entry per started delivery.
+    private var running: [JobRef: RunningJob] = [:]
+    /// The loop's jitter and each delivery's draw for its retry delay: seeded once from the
+    /// system's generator, whose every draw is a `getrandom(2)` call (one per delivery was
+    /// 0.7 % of a worker's CPU).
+    private var random = SplitMix64(seed: UInt64.random(in: .min ... .max))
     private var started = false
 
     // Guarded by `lock`: written by deliveries and read by the pool from other threads.
@@ -134,7 +138,7 @@ final class ClaimLoop: @unchecked Sendable {
         guard started, !machine.hasExited else { return }
         touch()
         var pending: [LoopAction] = machine.handle(
-            first, now: Self.now(), jitter: Double.random(in: 0.75...1.25))
+            first, now: Self.now(), jitter: Double.random(in: 0.75...1.25, using: &random))
         while !pending.isEmpty {
             let action = pending.removeFirst()
             var follow: LoopEvent?
@@ -142,7 +146,10 @@ final class ClaimLoop: @unchecked Sendable {
             case .run(let statement):
                 follow = execute(statement)
             case .cancelDeliveries(let refs):
-                for ref in refs { tasks.removeValue(forKey: ref)?.cancel() }
+                for ref in refs {
+                    running[ref]?.task?.cancel()
+                    running[ref]?.task = nil
+                }
             case .interrupt(let refs):
                 follow = .finished(refs.compactMap(interruptedRecord), interrupted: true)
                 logger.warning(
@@ -159,7 +166,7 @@ final class ClaimLoop: @unchecked Sendable {
             if let follow {
                 touch()
                 pending += machine.handle(
-                    follow, now: Self.now(), jitter: Double.random(in: 0.75...1.25))
+                    follow, now: Self.now(), jitter: Double.random(in: 0.75...1.25, using: &random))
             }
         }
     }
@@ -217,10 +224,12 @@ final class ClaimLoop: @unchecked Sendable {
                             "jobs.count": "\(records.count - outcome.changed.count - outcome.quarantined.count)"
                         ])
                 }
+                var queues: [String] = []
+                queues.reserveCapacity(records.count)
                 for record in records {
-                    metrics.record(record, queue: jobs[record.job]?.queue ?? "?")
+                    let job = running.removeValue(forKey: record.job)
+                    queues.append(job?.queue ?? "?")
                     if case .dead(let reason) = record.transition, outcome.changed.contains(record.jobID) {
-                        let job = jobs[record.job]
                         logger.warning(
                             "job moved to the dead letters",
                             metadata: [
@@ -229,9 +238,8 @@ final class ClaimLoop: @unchecked Sendable {
                                 "error": "\(Redaction.message(reason))",
                             ])
                     }
-                    jobs[record.job] = nil
-                    tasks[record.job] = nil
                 }
+                metrics.record(records, queues: queues)
                 lock.withLock { inFlightNow -= records.count }
                 return .succeeded(statement, lost: [])
             case .heartbeat(let refs):
@@ -246,7 +254,7 @@ final class ClaimLoop: @unchecked Sendable {
             case .release(let refs, let delay):
                 try store.release(refs.map { ($0.id, $0.attempt) }, delay: delay)
                 metrics.deferred.increment(by: refs.count)
-                for ref in refs { jobs[ref] = nil }
+                for ref in refs { running[ref] = nil }
                 return .succeeded(statement, lost: [])
             }
         } catch {
@@ -274,9 +282,9 @@ final class ClaimLoop: @unchecked Sendable {
                 deferred.append(ref)
                 continue
             }
-            jobs[ref] = job
             startedRefs.append(ref)
-            tasks[ref] = Task { [deliverer, limiter, bodies, metrics, logger, weak self] in
+            let draw = Double.random(in: 0..<1, using: &random)
+            let task = Task { [deliverer, limiter, bodies, metrics, logger, weak self] in
                 // A body the claim left in PostgreSQL is read now, within the body budget; the
                 // loop's own copy of the job never holds it.
                 var sending = job
@@ -302,7 +310,7 @@ final class ClaimLoop: @unchecked Sendable {
                 limiter.release(queue: job.queue)
                 let transition = JobTransition.decide(
                     delivery, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule,
-                    postponements: job.postponements, parkOnGone: job.parkOnGone, random: Double.random(in: 0..<1))
+                    postponements: job.postponements, parkOnGone: job.parkOnGone, random: draw)
                 metrics.latency.recordSeconds(finishedAt.timeIntervalSince(startedAt))
                 logger.debug(
                     "delivery finished",
@@ -317,6 +325,8 @@ final class ClaimLoop: @unchecked Sendable {
                         jobID: job.id, attempt: job.attempt, transition: transition, delivery: delivery,
                         startedAt: startedAt, finishedAt: finishedAt, host: job.host))
             }
+            running[ref] = RunningJob(
+                queue: job.queue, host: job.host, maxAttempts: job.maxAttempts, schedule: job.schedule, task: task)
         }
         lock.withLock { inFlightNow += startedRefs.count }
         return .claimed(started: startedRefs, deferred: deferred, requested: requested, heldBack: heldBack)
@@ -345,16 +355,16 @@ final class ClaimLoop: @unchecked Sendable {
     /// The outcome of a delivery cut off by the end of the grace period: a failed attempt,
     /// due again at once (or dead when it was the last attempt).
     private func interruptedRecord(_ ref: JobRef) -> AttemptRecord? {
-        guard let job = jobs[ref] else { return nil }
+        guard let job = running[ref] else { return nil }
         // The receiver did nothing wrong: the verdict of `.interrupted` says nothing about it.
         let delivery = Delivery.failure(
             .interrupted, error: "interrupted: the worker stopped before the response arrived")
         var transition = JobTransition.decide(
-            delivery, attempt: job.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule, random: 0.5)
+            delivery, attempt: ref.attempt, maxAttempts: job.maxAttempts, schedule: job.schedule, random: 0.5)
         if case .retry = transition { transition = .retry(delay: .zero) }
         let now = Date()
         return AttemptRecord(
-            jobID: job.id, attempt: job.attempt, transition: transition, delivery: delivery, startedAt: now,
+            jobID: ref.id, attempt: ref.attempt, transition: transition, delivery: delivery, startedAt: now,
             finishedAt: now, host: job.host)
     }
 }
@@ -380,4 +390,15 @@ extension LoopStatement {
         case .release: return "release"
         }
     }
+}
+
+/// What the claim loop keeps of a job whose delivery it started: what the outcome's metrics and
+/// log lines and an interrupted attempt's record need, and the delivery's task, for cancelling
+/// it. Not the whole job: its URL, headers and body stay with the delivery.
+private struct RunningJob {
+    var queue: String
+    var host: String
+    var maxAttempts: Int
+    var schedule: RetrySchedule
+    var task: Task<Void, Never>?
 }

@@ -56,7 +56,8 @@ public final class WorkerMetrics: @unchecked Sendable {
     private var claimedByQueue: [String: Counter] = [:]
     private var deliveries: [DeliveryKey: Counter] = [:]
 
-    private struct DeliveryKey: Hashable {
+    /// The labels of one `courier_deliveries_total` series.
+    struct DeliveryKey: Hashable {
         var queue: String
         var outcome: String
         var statusClass: String
@@ -86,21 +87,42 @@ public final class WorkerMetrics: @unchecked Sendable {
         }
     }
 
-    /// Counts an outcome once it is written.
-    func record(_ record: AttemptRecord, queue: String) {
-        let key = DeliveryKey(
-            queue: queue, outcome: Self.outcomeName(record.transition), statusClass: Self.statusClass(record.delivery.status))
-        let counter = lock.withLock { () -> Counter in
-            written += 1
-            tallies.add(record.transition)
-            if let counter = deliveries[key] { return counter }
-            let counter = Counter(
-                label: "courier_deliveries_total",
-                dimensions: [("queue", key.queue), ("outcome", key.outcome), ("status_class", key.statusClass)])
-            deliveries[key] = counter
-            return counter
+    /// Counts a batch's outcomes once they are written, `queues[i]` being the queue of
+    /// `records[i]`: one lock for the batch and one counter update per run of outcomes with the
+    /// same queue, outcome and status class (a batch is mostly one run).
+    func record(_ records: [AttemptRecord], queues: [String]) {
+        let runs = Self.deliveryRuns(records, queues: queues)
+        let counters = lock.withLock { () -> [Counter] in
+            written += records.count
+            for record in records { tallies.add(record.transition) }
+            return runs.map { run in
+                if let counter = deliveries[run.key] { return counter }
+                let counter = Counter(
+                    label: "courier_deliveries_total",
+                    dimensions: [("queue", run.key.queue), ("outcome", run.key.outcome), ("status_class", run.key.statusClass)])
+                deliveries[run.key] = counter
+                return counter
+            }
         }
-        counter.increment()
+        for (counter, run) in zip(counters, runs) { counter.increment(by: run.count) }
+    }
+
+    /// The runs of outcomes with the same `courier_deliveries_total` labels in `records`, in
+    /// order, `queues[i]` being the queue of `records[i]`.
+    static func deliveryRuns(_ records: [AttemptRecord], queues: [String]) -> [(key: DeliveryKey, count: Int)] {
+        precondition(records.count == queues.count, "one queue per record")
+        var runs: [(key: DeliveryKey, count: Int)] = []
+        for (record, queue) in zip(records, queues) {
+            let key = DeliveryKey(
+                queue: queue, outcome: Self.outcomeName(record.transition),
+                statusClass: Self.statusClass(record.delivery.status))
+            if let last = runs.last, last.key == key {
+                runs[runs.count - 1].count += 1
+            } else {
+                runs.append((key, 1))
+            }
+        }
+        return runs
     }
 
     /// The outcome of an attempt as logs and metrics name it.
@@ -116,8 +138,14 @@ public final class WorkerMetrics: @unchecked Sendable {
 
     /// `2xx` ... `5xx`, or `none` when no response arrived.
     static func statusClass(_ status: Int?) -> String {
-        guard let status, (100...599).contains(status) else { return "none" }
-        return "\(status / 100)xx"
+        switch status {
+        case .some(100...199): return "1xx"
+        case .some(200...299): return "2xx"
+        case .some(300...399): return "3xx"
+        case .some(400...499): return "4xx"
+        case .some(500...599): return "5xx"
+        default: return "none"
+        }
     }
 
     /// Publishes how many destinations have an open breaker or are disabled, the requests
