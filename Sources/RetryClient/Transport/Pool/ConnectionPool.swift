@@ -200,7 +200,11 @@ final class ConnectionPool: @unchecked Sendable {
     /// back, which may grant another.
     private func apply(_ change: (inout ConnectionPoolState) -> ConnectionPoolState.Changes) {
         let (closing, granted) = lock.withLock { () -> ([PooledConnection], [(Continuation, ConnectionPoolState.Grant)]) in
-            var work = [change(&state)]
+            let first = change(&state)
+            // The common case, a connection back to idle with nobody waiting: nothing to hand
+            // out or close, and no arrays made for it.
+            if first.close.isEmpty && first.granted.isEmpty { return ([], []) }
+            var work = [first]
             var closing: [PooledConnection] = []
             var granted: [(Continuation, ConnectionPoolState.Grant)] = []
             while let changes = work.popLast() {
