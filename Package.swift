@@ -299,6 +299,7 @@ let package = Package(
             name: "CourierWorkerUnitTests",
             dependencies: [
                 "CourierWorker", "CourierCore", "CourierSecrets", "RetryClient", "RetryClientTesting", "CourierTesting",
+                "Postgres",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

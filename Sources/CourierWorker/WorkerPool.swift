@@ -55,6 +55,7 @@ public final class WorkerPool: @unchecked Sendable {
             try PostgresConnection(databaseURL, applicationName: name, settings: settings)
         }
         self.connect = connect
+        let loopSettings = Self.loopSettings(settings)
         let limiter = InFlightLimiter()
         let bodies = PendingBodies(
             budgetBytes: configuration.bodyBudget, workerID: configuration.workerID, metrics: metrics,
@@ -65,7 +66,9 @@ public final class WorkerPool: @unchecked Sendable {
             // Split the slots evenly; the first loops take the remainder.
             let slots = configuration.concurrency / loopCount + (index < configuration.concurrency % loopCount ? 1 : 0)
             return ClaimLoop(
-                index: index, connect: { try connect("courier-worker") }, configuration: configuration, slots: slots,
+                index: index,
+                connect: { try PostgresConnection(databaseURL, applicationName: "courier-worker", settings: loopSettings) },
+                configuration: configuration, slots: slots,
                 deliverer: deliverer, limiter: limiter, bodies: bodies, logger: logger, metrics: metrics)
         }
     }
@@ -289,6 +292,19 @@ public struct WorkerStartError: Error, CustomStringConvertible, Sendable {
     /// What the schema check found.
     public let status: SchemaStatus
     public var description: String { status.message }
+}
+
+extension WorkerPool {
+    /// The settings of the claim loops' connections: the worker's, with generic plans. Every
+    /// statement a loop runs (the claim, the outcome batch, heartbeats, releases) takes lists
+    /// of jobs and is planned once per connection; the server's default planned the outcome
+    /// batch again at every execution (about 3,400 instructions per delivered job, 1 % of the
+    /// backend's).
+    static func loopSettings(_ settings: PostgresConnection.Settings) -> PostgresConnection.Settings {
+        var settings = settings
+        settings.genericPlans = true
+        return settings
+    }
 }
 
 /// Why a worker with webhook endpoints refused to start: it could not sign their deliveries.

@@ -274,6 +274,12 @@ extension PostgresConnection {
         /// server cannot be heard at all (which is also why no cancel request is sent: it could
         /// not get through either). `copyIn` is not covered.
         public var queryTimeout: Duration?
+        /// The session's `plan_cache_mode = force_generic_plan`: each prepared statement is
+        /// planned once for any parameters instead of, as the server chooses by default, again
+        /// at every execution when its first five custom plans looked cheaper than a generic
+        /// one. For a connection whose statements take lists of ids, where a custom plan has
+        /// nothing to gain. Default `false`: the server's setting.
+        public var genericPlans = false
 
         /// Creates settings; every field defaults to `nil` (libpq's and the server's behaviour).
         public init(
@@ -284,7 +290,8 @@ extension PostgresConnection {
             connectTimeout: Duration? = nil,
             statementTimeout: Duration? = nil,
             idleInTransactionSessionTimeout: Duration? = nil,
-            queryTimeout: Duration? = nil
+            queryTimeout: Duration? = nil,
+            genericPlans: Bool = false
         ) {
             self.keepalivesIdle = keepalivesIdle
             self.keepalivesInterval = keepalivesInterval
@@ -294,6 +301,7 @@ extension PostgresConnection {
             self.statementTimeout = statementTimeout
             self.idleInTransactionSessionTimeout = idleInTransactionSessionTimeout
             self.queryTimeout = queryTimeout
+            self.genericPlans = genericPlans
         }
 
         /// Nothing set: libpq's and the server's defaults, statements block (the CLI).
@@ -338,6 +346,7 @@ extension PostgresConnection {
                 options.append(
                     "-c idle_in_transaction_session_timeout=\(Self.milliseconds(idleInTransactionSessionTimeout))")
             }
+            if genericPlans { options.append("-c plan_cache_mode=force_generic_plan") }
             return options.joined(separator: " ")
         }
 

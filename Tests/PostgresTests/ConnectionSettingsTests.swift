@@ -103,6 +103,26 @@ final class ConnectionSettingsTests: XCTestCase {
             session: ["statement_timeout": "2500ms", "idle_in_transaction_session_timeout": "1min"])
     }
 
+    func testGenericPlansSetThePlanCacheModeUnlessTheURLSaysOtherwise() throws {
+        var settings = PostgresConnection.Settings.worker
+        settings.genericPlans = true
+        let generic = try PostgresConnection(url, settings: settings)
+        defer { generic.close() }
+        XCTAssertEqual(try show(generic, "plan_cache_mode"), "force_generic_plan")
+        XCTAssertEqual(try show(generic, "statement_timeout"), "15s", "the other session settings stay")
+        try generic.reconnect()
+        XCTAssertEqual(try show(generic, "plan_cache_mode"), "force_generic_plan", "kept across a reconnect")
+
+        let plain = try PostgresConnection(url, settings: .worker)
+        defer { plain.close() }
+        XCTAssertEqual(try show(plain, "plan_cache_mode"), "auto")
+
+        let overridden = try PostgresConnection(
+            withQuery("options=-c%20plan_cache_mode%3Dforce_custom_plan"), settings: settings)
+        defer { overridden.close() }
+        XCTAssertEqual(try show(overridden, "plan_cache_mode"), "force_custom_plan")
+    }
+
     func testReconnectKeepsTheSettings() throws {
         let connection = try PostgresConnection(url, settings: .worker)
         defer { connection.close() }
