@@ -354,6 +354,42 @@ final class DestinationTests: XCTestCase {
                 .decode(0, as: Int.self), 0, "429 is not a failure of the receiver")
     }
 
+    /// One claim over two queues and two hosts: each job carries its own queue's settings
+    /// (signing secret, in-flight cap, OAuth client, schedule) and its own host's 410 rule,
+    /// and a queue with no row of its own carries none.
+    func testAClaimGivesEachJobItsOwnQueuesAndHostsSettings() throws {
+        let signed = queue + "s", bare = queue + "b"
+        try connection.query(
+            """
+            INSERT INTO courier.queues (name, signing_secret, max_in_flight, retry_schedule, oauth_token_url,
+                                        oauth_client_id, oauth_client_secret, oauth_scope)
+            VALUES ($1, 'whsec_c2VjcmV0', 7, '{2s}', 'https://token.example/t', 'client', 'hidden', 'send')
+            """, [signed])
+        var change = DestinationSettingsChange()
+        change.disableOnGone = false
+        try DestinationStore(connection: connection).update(host("keeps"), change)
+        var ids: [String: Int64] = [:]
+        for (name, queueName) in [("keeps", signed), ("keeps", bare), ("parks", signed), ("parks", bare)] {
+            ids["\(name)/\(queueName)"] = try connection.query(
+                "SELECT courier.enqueue(url => $1, payload => '{}', queue => $2)",
+                ["https://\(host(name))/hook", queueName])[0].decode(0, as: Int64.self)
+        }
+        let store = JobStore(connection: connection, workerID: "w1")
+        let claimed = try store.claim(queues: [signed, bare], limit: 10, lease: .seconds(60))
+        XCTAssertEqual(Set(claimed.map(\.id)), Set(ids.values), "one claim takes all four")
+        for job in claimed {
+            let isSigned = job.queue == signed
+            let keeps = job.host == host("keeps")
+            XCTAssertEqual(ids["\(keeps ? "keeps" : "parks")/\(job.queue)"], job.id)
+            XCTAssertEqual(job.signingSecret, isSigned ? "whsec_c2VjcmV0" : nil, "\(job.id)")
+            XCTAssertEqual(job.queueMaxInFlight, isSigned ? 7 : nil, "\(job.id)")
+            XCTAssertEqual(job.schedule.delays, isSigned ? [.seconds(2)] : RetrySchedule.standardWebhooks.delays)
+            XCTAssertEqual(job.oauth?.clientID, isSigned ? "client" : nil, "\(job.id)")
+            XCTAssertEqual(job.oauth?.scope, isSigned ? "send" : nil, "\(job.id)")
+            XCTAssertEqual(job.parkOnGone, !keeps, "\(job.id) at \(job.host)")
+        }
+    }
+
     func testGoneOnASharedHostEndsOnlyThatJob() throws {
         let ids = try enqueue(2, host: "shared")
         var change = DestinationSettingsChange()
