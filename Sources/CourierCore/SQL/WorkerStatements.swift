@@ -270,7 +270,7 @@ public enum WorkerStatements {
     /// claimed the result is one row whose job columns are NULL.
     public static let claimBatch = Statement<ClaimBatch>("""
         WITH rooms AS MATERIALIZED (
-            SELECT d.host, d.disable_on_gone,
+            SELECT d.host,
                    coalesce(d.max_in_flight, $5)
                        - (SELECT count(*) FROM courier.jobs r WHERE r.host = d.host AND r.state = 'running') AS room,
                    d.opened_at IS NOT NULL AS probing,
@@ -337,22 +337,13 @@ public enum WorkerStatements {
                    row_number() OVER (ORDER BY p.turn, p.priority, p.run_at, p.id) AS place
             FROM picked p ORDER BY p.turn, p.priority, p.run_at, p.id LIMIT $3
         ),
-        -- The settings of each queue of the batch, read once: joining courier.queues to every
-        -- claimed job probed its primary key once per job for the same few rows. A host's
-        -- settings come from `rooms`, which holds every host a job can be chosen from.
-        queue_settings AS MATERIALIZED (
-            SELECT k.queue, q.retry_schedule, q.signing_secret, q.max_in_flight, q.oauth_token_url,
-                   q.oauth_client_id, q.oauth_client_secret, q.oauth_scope, q.oauth_audience
-            FROM (SELECT DISTINCT c.queue FROM chosen c) k
-            LEFT JOIN courier.queues q ON q.name = k.queue
-        ),
         claimed AS (
             UPDATE courier.jobs j
             SET state = 'running', attempt = j.attempt + 1, locked_by = $2,
                 locked_until = now() + $4::bigint * interval '1 millisecond', updated_at = now()
             FROM chosen
-            LEFT JOIN queue_settings q ON q.queue = chosen.queue
-            LEFT JOIN rooms dst ON dst.host = chosen.host
+            LEFT JOIN courier.queues q ON q.name = chosen.queue
+            LEFT JOIN courier.destinations dst ON dst.host = chosen.host
             WHERE j.id = chosen.id
         """ + claimedColumns + """
             , chosen.place AS claim_place
