@@ -51,9 +51,10 @@ public final class WorkerPool: @unchecked Sendable {
         let metrics = WorkerMetrics()
         self.metrics = metrics
         let settings = configuration.connection
-        let connect: @Sendable (String) throws -> PostgresConnection = { name in
+        let open: @Sendable (String, PostgresConnection.Settings) throws -> PostgresConnection = { name, settings in
             try PostgresConnection(databaseURL, applicationName: name, settings: settings)
         }
+        let connect: @Sendable (String) throws -> PostgresConnection = { name in try open(name, settings) }
         self.connect = connect
         let loopSettings = Self.loopSettings(settings)
         let limiter = InFlightLimiter()
@@ -67,7 +68,7 @@ public final class WorkerPool: @unchecked Sendable {
             let slots = configuration.concurrency / loopCount + (index < configuration.concurrency % loopCount ? 1 : 0)
             return ClaimLoop(
                 index: index,
-                connect: { try PostgresConnection(databaseURL, applicationName: "courier-worker", settings: loopSettings) },
+                connect: { try open("courier-worker", loopSettings) },
                 configuration: configuration, slots: slots,
                 deliverer: deliverer, limiter: limiter, bodies: bodies, logger: logger, metrics: metrics)
         }
