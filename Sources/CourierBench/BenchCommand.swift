@@ -169,6 +169,9 @@ package struct BenchCommand: ParsableCommand {
                      "--allow-private-targets", "--log-level", "warning"]
                 + (perHostLimit.map { ["--per-host-limit", String($0)] } ?? []),
             loops: loops, batchSize: batchSize, concurrency: concurrency, say: say, workerLog: workerLog.path)
+        // The cores' speed before and after the scenarios: the CPU per job below is time, and
+        // this machine's cores run at very different speeds from one day (or hour) to the next.
+        let referenceBefore = ReferenceWorkload.measure().milliseconds
         var results: [BenchResult] = []
         for name in scenarioList {
             switch name {
@@ -207,12 +210,17 @@ package struct BenchCommand: ParsableCommand {
             }
         }
 
+        let referenceAfter = ReferenceWorkload.measure().milliseconds
         let machine = MachineInfo.current()
         let server = "PostgreSQL \(try settings.decode(0, as: String.self)), fsync \(try settings.decode(1, as: String.self)), synchronous_commit \(try settings.decode(2, as: String.self)), shared_buffers \(try settings.decode(3, as: String.self))"
         let goals = BenchGoals.evaluate(results)
         if output.json {
             try Output.json([
-                "machine": ["cores": machine.cores, "memory_gib": machine.memoryGiB, "cpu": machine.cpuModel],
+                "machine": [
+                    "cores": machine.cores, "memory_gib": machine.memoryGiB, "cpu": machine.cpuModel,
+                    "reference_cpu_ms_before": (referenceBefore * 10).rounded() / 10,
+                    "reference_cpu_ms_after": (referenceAfter * 10).rounded() / 10,
+                ],
                 "server": server,
                 "worker": [
                     "concurrency": concurrency, "loops": loops, "batch_size": batchSize,
@@ -226,6 +234,7 @@ package struct BenchCommand: ParsableCommand {
         }
         print("")
         print("Machine: \(machine.cores) cores, \(machine.memoryGiB) GiB, \(machine.cpuModel)")
+        print("Cores:   \(ReferenceWorkload.summary(before: referenceBefore, after: referenceAfter))")
         print("Server:  \(server)")
         let hostLimit = perHostLimit.map { "per-host limit \($0)" }
             ?? "per-host limit \(WorkerConfiguration().perHostLimit) (the worker's default)"

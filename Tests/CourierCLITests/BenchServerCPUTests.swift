@@ -17,5 +17,11 @@ final class BenchServerCPUTests: XCTestCase {
         XCTAssertGreaterThan(server, 0.001, "\(drain)")
         XCTAssertLessThan(server, 100, "\(drain)")
         XCTAssertGreaterThan(worker, 0.001, "\(drain)")
+        // The cores' speed before and after, so the figures can be read against the day's machine.
+        let machine = try XCTUnwrap(json["machine"] as? [String: Any], result.stdout)
+        for key in ["reference_cpu_ms_before", "reference_cpu_ms_after"] {
+            let value = try XCTUnwrap(machine[key] as? Double, "\(key) in \(machine)")
+            XCTAssertGreaterThan(value, 1, "\(key) in \(machine)")
+        }
     }
 }
