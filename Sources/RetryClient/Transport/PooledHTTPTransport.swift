@@ -193,13 +193,13 @@ public final class PooledHTTPTransport: HTTPTransport {
     private static func exchange(
         on connection: PooledConnection, head: RequestHead, body: [UInt8]?, limit: Int
     ) async throws -> HTTPExchangeResult {
-        let promise = connection.channel.eventLoop.makePromise(of: HTTPExchangeResult.self)
-        return try await withTaskCancellationHandler {
-            connection.start(
-                HTTPExchange(
-                    method: head.method, head: head.bytes, keepAlive: head.keepAlive, body: body,
-                    excerptLimit: limit, promise: promise))
-            return try await promise.futureResult.get()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                connection.start(
+                    HTTPExchange(
+                        method: head.method, head: head.bytes, keepAlive: head.keepAlive, body: body,
+                        excerptLimit: limit, reply: { continuation.resume(with: $0) }))
+            }
         } onCancel: {
             connection.close()
         }
@@ -298,7 +298,7 @@ public final class PooledHTTPTransport: HTTPTransport {
         let context: NIOSSLContext? = key.secure ? try tls.get() : nil
         let serverName: String? = RequestValidation.isIPLiteral(key.host) ? nil : key.host
         let connectTimeout = TimeAmount(max(timeout, .milliseconds(1)))
-        let handshake = HandshakeSlot()
+        let setup = ChannelSetup()
         let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(connectTimeout)
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
@@ -308,14 +308,16 @@ public final class PooledHTTPTransport: HTTPTransport {
                         try channel.pipeline.syncOperations.addHandler(
                             NIOSSLClientHandler(context: context, serverHostname: serverName))
                         let watcher = TLSHandshakeWatcher(handshake: channel.eventLoop.makePromise(), timeout: connectTimeout)
-                        handshake.set(watcher.handshake.futureResult)
+                        setup.setHandshake(watcher.handshake.futureResult)
                         try channel.pipeline.syncOperations.addHandler(watcher)
                     }
                     // NIO's response decoder; the request's bytes are the transport's own.
                     let decoder = HTTPResponseDecoder()
                     try channel.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(HTTPResponseDecoding(decoder: decoder)))
-                    try channel.pipeline.syncOperations.addHandler(HTTPExchangeHandler(decoder: decoder))
+                    let exchange = HTTPExchangeHandler(decoder: decoder)
+                    try channel.pipeline.syncOperations.addHandler(exchange)
+                    setup.setExchange(NIOLoopBound(exchange, eventLoop: channel.eventLoop))
                 }
             }
         let channel: any Channel
@@ -328,7 +330,7 @@ public final class PooledHTTPTransport: HTTPTransport {
             // No request is written before the handshake is done (TLSHandshakeWatcher).
             do {
                 try await withTaskCancellationHandler {
-                    guard let done = handshake.future else { throw ChannelError.inappropriateOperationForState }
+                    guard let done = setup.handshake else { throw ChannelError.inappropriateOperationForState }
                     try await done.get()
                 } onCancel: {
                     channel.close(promise: nil)
@@ -338,17 +340,26 @@ public final class PooledHTTPTransport: HTTPTransport {
                 throw error
             }
         }
-        return PooledConnection(id: id, channel: channel)
+        guard let exchange = setup.exchange else {
+            channel.close(promise: nil)
+            throw ChannelError.inappropriateOperationForState
+        }
+        return PooledConnection(id: id, channel: channel, handler: exchange)
     }
 }
 
-/// Hands the TLS handshake's future from a channel's initializer to the code that connected.
-private final class HandshakeSlot: @unchecked Sendable {
+/// Hands what a channel's initializer made (the TLS handshake's future, the exchange handler) to
+/// the code that connected.
+private final class ChannelSetup: @unchecked Sendable {
     private let lock = NSLock()
-    private var value: EventLoopFuture<Void>?
+    // Guarded by `lock`.
+    private var handshakeFuture: EventLoopFuture<Void>?
+    private var exchangeHandler: NIOLoopBound<HTTPExchangeHandler>?
 
-    func set(_ future: EventLoopFuture<Void>) { lock.withLock { value = future } }
-    var future: EventLoopFuture<Void>? { lock.withLock { value } }
+    func setHandshake(_ future: EventLoopFuture<Void>) { lock.withLock { handshakeFuture = future } }
+    func setExchange(_ handler: NIOLoopBound<HTTPExchangeHandler>) { lock.withLock { exchangeHandler = handler } }
+    var handshake: EventLoopFuture<Void>? { lock.withLock { handshakeFuture } }
+    var exchange: NIOLoopBound<HTTPExchangeHandler>? { lock.withLock { exchangeHandler } }
 }
 
 /// The transport's TLS context, made at its first `https` connection and kept: reading the

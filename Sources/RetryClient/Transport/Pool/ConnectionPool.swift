@@ -6,18 +6,25 @@ import NIOCore
 final class PooledConnection: Sendable {
     let id: Int
     let channel: any Channel
+    /// The pipeline's last handler, used on the channel's event loop only.
+    private let handler: NIOLoopBound<HTTPExchangeHandler>
 
-    init(id: Int, channel: any Channel) {
+    init(id: Int, channel: any Channel, handler: NIOLoopBound<HTTPExchangeHandler>) {
         self.id = id
         self.channel = channel
+        self.handler = handler
     }
 
-    /// Writes `exchange` and flushes it; its promise completes with the answer, or fails when
-    /// the write never reached the handler (the channel closed first). A promise completed
-    /// twice keeps its first result.
+    /// Hands `exchange` to the connection's handler on its event loop, which writes the request
+    /// and replies with the answer, or at once with a failure when the connection is already
+    /// closed.
     func start(_ exchange: HTTPExchange) {
-        channel.writeAndFlush(exchange).whenFailure { error in
-            exchange.promise.fail(HTTPExchangeFailure(underlying: error, responseStarted: false))
+        let loop = channel.eventLoop
+        if loop.inEventLoop {
+            handler.value.begin(exchange)
+        } else {
+            let handler = self.handler
+            loop.execute { handler.value.begin(exchange) }
         }
     }
 

@@ -1,7 +1,8 @@
 import NIOCore
 import NIOHTTP1
 
-/// One request to write on a pooled connection, and the promise of what came back.
+/// One request to write on a pooled connection, and where what came back goes: `reply` is
+/// called exactly once, on the connection's event loop.
 struct HTTPExchange: Sendable {
     /// The request's method, for the response decoder: the answer to a HEAD has no body.
     var method: HTTPMethod
@@ -16,7 +17,8 @@ struct HTTPExchange: Sendable {
     var body: [UInt8]?
     /// Most body bytes kept; reading stops there and the connection is closed.
     var excerptLimit: Int
-    var promise: EventLoopPromise<HTTPExchangeResult>
+    /// Hears the answer or the failure (the transport resumes its task's continuation).
+    var reply: @Sendable (Result<HTTPExchangeResult, HTTPExchangeFailure>) -> Void
 }
 
 /// What came back for an ``HTTPExchange``.
@@ -37,24 +39,30 @@ struct HTTPExchangeFailure: Error {
 }
 
 /// The end of a pooled connection's pipeline: writes one ``HTTPExchange`` at a time and
-/// completes its promise with the response head and at most `excerptLimit` body bytes.
+/// replies with the response head and at most `excerptLimit` body bytes.
+///
+/// An exchange is handed to ``begin(_:)`` on the connection's event loop
+/// (``PooledConnection/start(_:)``), not written into the pipeline: no future for the write, no
+/// promise for the answer, no trip through the pipeline's outbound path to reach this, its last
+/// handler. A connection that is closed (or whose pipeline was taken apart) when the exchange
+/// arrives fails it at once, before anything is written.
 ///
 /// The request goes to the socket (or the TLS handler) as the bytes the transport serialized,
 /// head and a small body in one write, past NIO's request encoder and its header validator: the
 /// transport's ``RequestValidation`` has checked the method, URL and every header field before.
 /// Only the response decoder is NIO's, and it is told each request's method here, as the
-/// encoder would have told it.
+/// encoder would have told it. A write that fails closes the channel, which fails the exchange
+/// (as `connection closed`).
 ///
-/// It never buffers more than the excerpt: past the limit it completes the promise and closes
-/// the connection rather than draining the body. A connection closed, reset or failing while
-/// an exchange runs fails it; bytes arriving with no exchange running close the connection.
+/// It never buffers more than the excerpt: past the limit it replies and closes the
+/// connection rather than draining the body. A connection closed, reset or failing while an
+/// exchange runs fails it; bytes arriving with no exchange running close the connection.
 ///
 /// A request body goes out in slices while the channel is writable, the next ones when it is
 /// writable again, so a 1 MiB body costs one slice of buffer, not a second copy of itself. A
 /// response that ends before the body was all sent leaves the connection closed.
-final class HTTPExchangeHandler: ChannelDuplexHandler {
+final class HTTPExchangeHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPClientResponsePart
-    typealias OutboundIn = HTTPExchange
     typealias OutboundOut = ByteBuffer
 
     private struct Running {
@@ -66,8 +74,10 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
     }
 
     private var running: Running?
-    /// The body still being written, with the promise of the request's end.
-    private var sending: (body: [UInt8], offset: Int, end: EventLoopPromise<Void>?)?
+    /// The body still being written, and how far.
+    private var sending: (body: [UInt8], offset: Int)?
+    /// This handler's place in the pipeline while it is in one.
+    private var context: ChannelHandlerContext?
 
     /// Bytes of a body written at a time: 64 KiB.
     static let sliceBytes = 65_536
@@ -79,12 +89,25 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
         self.decoder = decoder
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        let exchange = unwrapOutboundIn(data)
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        fail(ChannelError.ioOnClosedChannel)
+    }
+
+    /// Writes `exchange`'s request; its `reply` hears the answer. On the connection's event loop
+    /// only.
+    func begin(_ exchange: HTTPExchange) {
+        guard let context, context.channel.isActive else {
+            exchange.reply(.failure(HTTPExchangeFailure(underlying: ChannelError.ioOnClosedChannel, responseStarted: false)))
+            return
+        }
         guard running == nil else {
-            let error = ChannelError.inappropriateOperationForState
-            exchange.promise.fail(HTTPExchangeFailure(underlying: error, responseStarted: false))
-            promise?.fail(error)
+            exchange.reply(
+                .failure(HTTPExchangeFailure(underlying: ChannelError.inappropriateOperationForState, responseStarted: false)))
             return
         }
         running = Running(exchange: exchange, requestKeepAlive: exchange.keepAlive)
@@ -94,16 +117,15 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
         let body = exchange.body ?? []
         if body.count <= Self.sliceBytes {
             head.writeBytes(body)
-            context.writeAndFlush(wrapOutboundOut(head), promise: promise)
+            context.writeAndFlush(wrapOutboundOut(head), promise: nil)
         } else {
             context.write(wrapOutboundOut(head), promise: nil)
-            sending = (body, 0, promise)
+            sending = (body, 0)
             writeBody(context: context)
         }
     }
 
-    /// Writes slices of the body while the channel is writable; the last one carries the
-    /// promise of the request's end.
+    /// Writes slices of the body while the channel is writable.
     private func writeBody(context: ChannelHandlerContext) {
         guard var current = sending else { return }
         sending = nil
@@ -117,7 +139,7 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
             let end = min(current.offset + Self.sliceBytes, current.body.count)
             let slice = context.channel.allocator.buffer(bytes: current.body[current.offset..<end])
             current.offset = end
-            context.write(wrapOutboundOut(slice), promise: end == current.body.count ? current.end : nil)
+            context.write(wrapOutboundOut(slice), promise: nil)
             wrote = true
         }
         context.flush()
@@ -129,38 +151,36 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard var current = running else {
+        guard running != nil else {
             // An answer nobody asked for: the connection can no longer be trusted.
             context.close(promise: nil)
             return
         }
+        // `running` is changed where it lies: a copy would copy the exchange and the excerpt
+        // for every part of the answer.
         switch unwrapInboundIn(data) {
         case .head(let head):
-            current.head = head
             let announced = head.headers.first(name: "content-length").flatMap { Int($0) } ?? 0
-            current.excerpt.reserveCapacity(min(current.exchange.excerptLimit, max(announced, 0), 64 * 1024))
-            running = current
+            running!.head = head
+            running!.excerpt.reserveCapacity(min(running!.exchange.excerptLimit, max(announced, 0), 64 * 1024))
         case .body(var chunk):
-            let room = current.exchange.excerptLimit - current.excerpt.count
+            let room = running!.exchange.excerptLimit - running!.excerpt.count
             if chunk.readableBytes > room {
-                if room > 0, let part = chunk.readBytes(length: room) { current.excerpt.append(contentsOf: part) }
-                current.truncated = true
-                running = nil
-                finish(current, reusable: false)
-                dropSending()
+                if room > 0, let part = chunk.readBytes(length: room) { running!.excerpt.append(contentsOf: part) }
+                running!.truncated = true
+                finish(running.take()!, reusable: false)
+                sending = nil
                 context.close(promise: nil)
                 return
             }
-            current.excerpt.append(contentsOf: chunk.readableBytesView)
-            running = current
+            running!.excerpt.append(contentsOf: chunk.readableBytesView)
         case .end:
-            running = nil
+            let current = running.take()!
             // A body not all sent leaves the request unfinished on this connection.
             let bodySent = sending == nil
             let reusable = bodySent && current.requestKeepAlive && (current.head?.isKeepAlive ?? false)
-            // The answer first: failing the unsent body's promise must not fail the exchange.
             finish(current, reusable: reusable)
-            dropSending()
+            sending = nil
             if !reusable { context.close(promise: nil) }
         }
     }
@@ -177,27 +197,19 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
 
     private func finish(_ current: Running, reusable: Bool) {
         guard let head = current.head else {
-            current.exchange.promise.fail(
-                HTTPExchangeFailure(underlying: ChannelError.eof, responseStarted: false))
+            current.exchange.reply(.failure(HTTPExchangeFailure(underlying: ChannelError.eof, responseStarted: false)))
             return
         }
-        current.exchange.promise.succeed(
-            HTTPExchangeResult(head: head, excerpt: current.excerpt, truncated: current.truncated, reusable: reusable))
+        current.exchange.reply(
+            .success(
+                HTTPExchangeResult(head: head, excerpt: current.excerpt, truncated: current.truncated, reusable: reusable)))
     }
 
-    /// Stops writing a body whose answer came before it was all sent (the connection is then
-    /// closed).
-    private func dropSending() {
-        sending?.end?.fail(ChannelError.outputClosed)
-        sending = nil
-    }
-
+    /// Fails the running exchange, if any (each replies once: `running` is cleared first).
     private func fail(_ error: any Error) {
-        sending?.end?.fail(error)
         sending = nil
-        guard let current = running else { return }
-        running = nil
-        current.exchange.promise.fail(HTTPExchangeFailure(underlying: error, responseStarted: current.head != nil))
+        guard let current = running.take() else { return }
+        current.exchange.reply(.failure(HTTPExchangeFailure(underlying: error, responseStarted: current.head != nil)))
     }
 }
 
