@@ -8,8 +8,10 @@ import Foundation
 /// whose cores run at half speed (a busy host, another tenant) every microsecond figure about
 /// doubles while the work done stays the same. The workload is the kind of work a delivery is
 /// made of (small allocations, reference counting, hashing strings, sorting, branches), the same
-/// on every run, so its time moves with the cores and not with Courier: a run whose reference
-/// took twice as long ran on a machine half as fast.
+/// on every run, so its time moves with the cores and not with Courier. The cores also change
+/// speed from one second to the next, so it gauges large differences (a day at half speed), not
+/// small ones: five drains in a row gave references of 80–93 ms and worker CPU per job of
+/// 106–121 µs with no order between the two.
 package enum ReferenceWorkload {
     /// Rounds of one run: about a tenth of a second on the 2-core AMD EPYC machine the figures
     /// of docs/benchmarks.md come from.
@@ -52,7 +54,7 @@ package enum ReferenceWorkload {
     /// The line `courier bench` prints: the reference's time before and after the scenarios.
     package static func summary(before: Double, after: Double) -> String {
         String(format: "reference workload %.0f ms of one core before the scenarios, %.0f ms after", before, after)
-            + " (lower is faster; CPU per job scales with it)"
+            + " (lower is faster; compare CPU per job between runs whose references are close)"
     }
 
     /// CPU seconds the calling thread has run.

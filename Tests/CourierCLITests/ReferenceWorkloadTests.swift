@@ -22,6 +22,7 @@ final class ReferenceWorkloadTests: XCTestCase {
     func testTheLineSaysBothTimesAndWhichWayIsFaster() {
         XCTAssertEqual(
             ReferenceWorkload.summary(before: 151.6, after: 163.2),
-            "reference workload 152 ms of one core before the scenarios, 163 ms after (lower is faster; CPU per job scales with it)")
+            "reference workload 152 ms of one core before the scenarios, 163 ms after"
+                + " (lower is faster; compare CPU per job between runs whose references are close)")
     }
 }
