@@ -189,13 +189,13 @@ final class WorkerStatementsTests: XCTestCase {
         // A host of this test alone: the destination function's first call is for the host's
         // first success, which another test delivering to the same host earlier would have taken.
         let endpoint = "http://calls-\(queue!).test:9/hook"
-        for _ in 0..<4 {
+        for _ in 0..<5 {
             try connection.query(
                 "SELECT courier.enqueue(url => $1, payload => '{}', queue => $2)", [endpoint + "?n=1", queue])
         }
         let store = JobStore(connection: connection, workerID: "w1")
-        let jobs = try store.claim(queues: [queue], limit: 4, lease: .seconds(30)).sorted { $0.id < $1.id }
-        XCTAssertEqual(jobs.count, 4)
+        let jobs = try store.claim(queues: [queue], limit: 5, lease: .seconds(30)).sorted { $0.id < $1.id }
+        XCTAssertEqual(jobs.count, 5)
         try connection.simpleQuery("BEGIN; SET LOCAL track_functions = 'pl'")
         func calls() throws -> [Int] {
             try ["record_endpoint_outcomes", "record_destination_outcomes"].map {
@@ -224,6 +224,13 @@ final class WorkerStatementsTests: XCTestCase {
         try store.record([jobs[3]], .delivered(status: 200))
         XCTAssertEqual(try calls(), [2, 1])
         XCTAssertEqual(try streak(), 0)
+        // The host fails (nothing listened): both functions, the host's streak starts.
+        try store.record([jobs[4]], .failure(.transport(.connectRefused), error: "connection refused"))
+        XCTAssertEqual(try calls(), [3, 2])
+        XCTAssertEqual(
+            try connection.query(
+                "SELECT failure_streak FROM courier.destinations WHERE host = $1", [jobs[4].host])[0].decode(0, as: Int.self),
+            1)
         try connection.simpleQuery("COMMIT")
     }
 
