@@ -159,10 +159,11 @@ package struct BenchRunner {
     }
 
     /// Waits until `count` jobs of `queue` succeeded; returns when, or throws after the timeout.
+    /// Asks as often as `DrainPoll` says, or every 10 ms for a scenario that samples meanwhile.
     package func waitForSucceeded(_ queue: String, count: Int, started: Date, sample: (() -> Void)? = nil) throws -> Date {
         while true {
-            let unfinished: Bool = try connection.run(BenchStatements.hasUnfinished, queue)[0].decode(0)
-            if !unfinished {
+            let unfinished: Int = try connection.run(BenchStatements.unfinishedCount, queue)[0].decode(0)
+            if unfinished == 0 {
                 let finished = Date()
                 let done: Int = try connection.run(BenchStatements.succeededCount, queue)[0].decode(0)
                 guard done == count else {
@@ -173,8 +174,13 @@ package struct BenchRunner {
             if Date().timeIntervalSince(started) > timeout {
                 throw CLIError("benchmark queue \(queue): jobs still unfinished after \(Output.duration(timeout))")
             }
-            sample?()
-            Thread.sleep(forTimeInterval: 0.01)
+            if let sample {
+                sample()
+                Thread.sleep(forTimeInterval: DrainPoll.shortest)
+            } else {
+                Thread.sleep(forTimeInterval: DrainPoll.delay(
+                    unfinished: unfinished, total: count, elapsed: Date().timeIntervalSince(started)))
+            }
         }
     }
 

@@ -34,7 +34,7 @@ package struct ProcessStats {
 
 /// The CPU a local PostgreSQL cluster has used, read from /proc: what the drain costs the
 /// database besides the worker. The benchmark's own session (`observer`), which polls for the
-/// end of a drain every 10 ms, is left out: no user's worker pays for it.
+/// end of a drain (`DrainPoll`), is left out: no user's worker pays for it.
 package struct ServerCPU {
     /// The postmaster's process id.
     package let postmaster: pid_t

@@ -299,8 +299,8 @@ extension BenchRunner {
         guard process.isRunning else { throw CLIError("soak: the worker exited during the run") }
         // Every job delivered: nothing left waiting or running.
         while true {
-            let unfinished: Bool = try connection.run(BenchStatements.hasUnfinished, queue)[0].decode(0)
-            if !unfinished { break }
+            let unfinished: Int = try connection.run(BenchStatements.unfinishedCount, queue)[0].decode(0)
+            if unfinished == 0 { break }
             if Date().timeIntervalSince(started) > trafficSeconds + timeout {
                 throw CLIError("soak: jobs still unfinished \(Output.duration(timeout)) after the traffic stopped")
             }

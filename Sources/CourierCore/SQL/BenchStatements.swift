@@ -35,14 +35,15 @@ public enum BenchStatements {
         SELECT count(*) FROM courier.jobs WHERE state = 'succeeded' AND finished_at IS NOT NULL AND queue = $1
         """, planning: .prepared) { [$0] }
 
-    /// Whether queue `$1` still has unfinished jobs, read from the counts the triggers keep
-    /// (`courier.job_counts` and the deltas not yet folded), exact in every snapshot. The
-    /// benchmark asks every 10 ms while a drain runs. Reading `courier.jobs` instead (`EXISTS`
-    /// over the unfinished states) made the planner, whose statistics were taken before the
-    /// drain, scan the table from its first page past every job already finished: 3.9 ms of a
-    /// core per poll on average over a 50,000-job drain, taken from the worker under test.
-    public static let hasUnfinished = Statement<String>("""
-        SELECT coalesce(sum(c.jobs), 0) > 0
+    /// How many jobs of queue `$1` are unfinished (pending, running or retrying), read from the
+    /// counts the triggers keep (`courier.job_counts` and the deltas not yet folded), exact in
+    /// every snapshot. The benchmark asks while a drain runs (`DrainPoll`). Reading
+    /// `courier.jobs` instead (`EXISTS` over the unfinished states) made the planner, whose
+    /// statistics were taken before the drain, scan the table from its first page past every
+    /// job already finished: 3.9 ms of a core per poll on average over a 50,000-job drain, taken
+    /// from the worker under test.
+    public static let unfinishedCount = Statement<String>("""
+        SELECT coalesce(sum(c.jobs), 0)::bigint
         FROM (SELECT k.jobs FROM courier.job_counts k
               WHERE k.queue = $1 AND k.state IN ('pending', 'running', 'retrying')
               UNION ALL
