@@ -163,7 +163,7 @@ package struct BenchRunner {
     package func waitForSucceeded(_ queue: String, count: Int, started: Date, sample: (() -> Void)? = nil) throws -> Date {
         while true {
             let unfinished: Int = try connection.run(BenchStatements.unfinishedCount, queue)[0].decode(0)
-            if unfinished == 0 {
+            if unfinished <= 0 {
                 let finished = Date()
                 let done: Int = try connection.run(BenchStatements.succeededCount, queue)[0].decode(0)
                 guard done == count else {

@@ -300,7 +300,7 @@ extension BenchRunner {
         // Every job delivered: nothing left waiting or running.
         while true {
             let unfinished: Int = try connection.run(BenchStatements.unfinishedCount, queue)[0].decode(0)
-            if unfinished == 0 { break }
+            if unfinished <= 0 { break }
             if Date().timeIntervalSince(started) > trafficSeconds + timeout {
                 throw CLIError("soak: jobs still unfinished \(Output.duration(timeout)) after the traffic stopped")
             }
