@@ -93,12 +93,22 @@ package final class WorkerProcess {
         let executable =
             ProcessInfo.processInfo.environment["COURIER_BENCH_WORKER"]
             ?? (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        let pid = try Spawn.start([executable, "worker"] + arguments, outputPath: logPath, append: true)
+        let pid = try Spawn.start(
+            [executable, "worker"] + arguments, outputPath: logPath, append: true,
+            environment: Self.environment(ProcessInfo.processInfo.environment))
         self.pid = pid
         cleanupKey = SignalCleanup.shared.add { kill(pid, SIGKILL) }
     }
 
     private var cleanupKey: Int?
+
+    /// The worker's environment: the benchmark's without its `COURIER_` variables, so the
+    /// worker runs with its defaults and the benchmark's flags alone, as the `Worker:` line
+    /// says (a `COURIER_PER_HOST_LIMIT` left in the shell would otherwise change the figures
+    /// unseen).
+    package static func environment(_ inherited: [String: String]) -> [String] {
+        inherited.filter { !$0.key.hasPrefix("COURIER_") }.map { "\($0.key)=\($0.value)" }.sorted()
+    }
 
     package var stats: ProcessStats? { ProcessStats.read(pid: pid) }
 

@@ -10,8 +10,11 @@ import Foundation
 /// child's descriptors, which can keep `Process` from ever noticing the exit.
 package enum Spawn {
     /// Starts `arguments` (the first is the executable's path) with stdin from /dev/null and
-    /// stdout and stderr to `outputPath` (appended or truncated); returns the pid.
-    package static func start(_ arguments: [String], outputPath: String, append: Bool) throws -> pid_t {
+    /// stdout and stderr to `outputPath` (appended or truncated); returns the pid. The child gets
+    /// `environment` (`NAME=value` entries), or this process's environment when it is nil.
+    package static func start(
+        _ arguments: [String], outputPath: String, append: Bool, environment: [String]? = nil
+    ) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -20,8 +23,11 @@ package enum Spawn {
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
+        let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup($0) } + [nil] }
+        defer { envp?.forEach { free($0) } }
         var pid: pid_t = 0
-        let status = posix_spawn(&pid, arguments[0], &actions, nil, argv, environ)
+        let status = envp.map { posix_spawn(&pid, arguments[0], &actions, nil, argv, $0) }
+            ?? posix_spawn(&pid, arguments[0], &actions, nil, argv, environ)
         guard status == 0 else {
             throw CLIError("cannot run \(arguments[0]): \(String(cString: strerror(status)))")
         }
