@@ -8,7 +8,7 @@ final class BenchWorkerEnvironmentTests: XCTestCase {
         let environment = WorkerProcess.environment([
             "PATH": "/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8",
             "COURIER_PER_HOST_LIMIT": "400", "COURIER_CONCURRENCY": "800",
-            "COURIER_DATABASE_URL": "postgresql://elsewhere/db", "COURIER_BENCH_WORKER": "/tmp/other",
+            "COURIER_DATABASE_URL": "postgresql://elsewhere/db", "COURIER_BENCH_WORKER": "/opt/courier-b/courier",
             "NOT_COURIER_X": "kept", "courier_lower": "kept",
         ])
         XCTAssertEqual(
