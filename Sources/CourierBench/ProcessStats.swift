@@ -106,8 +106,8 @@ package final class WorkerProcess {
     /// worker runs with its defaults and the benchmark's flags alone, as the `Worker:` line
     /// says (a `COURIER_PER_HOST_LIMIT` left in the shell would otherwise change the figures
     /// unseen).
-    package static func environment(_ inherited: [String: String]) -> [String] {
-        inherited.filter { !$0.key.hasPrefix("COURIER_") }.map { "\($0.key)=\($0.value)" }.sorted()
+    package static func environment(_ inherited: [String: String]) -> [String: String] {
+        inherited.filter { !$0.key.hasPrefix("COURIER_") }
     }
 
     package var stats: ProcessStats? { ProcessStats.read(pid: pid) }

@@ -11,9 +11,9 @@ import Foundation
 package enum Spawn {
     /// Starts `arguments` (the first is the executable's path) with stdin from /dev/null and
     /// stdout and stderr to `outputPath` (appended or truncated); returns the pid. The child gets
-    /// `environment` (`NAME=value` entries), or this process's environment when it is nil.
+    /// `environment`, or this process's environment when it is nil.
     package static func start(
-        _ arguments: [String], outputPath: String, append: Bool, environment: [String]? = nil
+        _ arguments: [String], outputPath: String, append: Bool, environment: [String: String]? = nil
     ) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -23,11 +23,11 @@ package enum Spawn {
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
-        let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup($0) } + [nil] }
-        defer { envp?.forEach { free($0) } }
+        let envp: [UnsafeMutablePointer<CChar>?] =
+            (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
         var pid: pid_t = 0
-        let status = envp.map { posix_spawn(&pid, arguments[0], &actions, nil, argv, $0) }
-            ?? posix_spawn(&pid, arguments[0], &actions, nil, argv, environ)
+        let status = posix_spawn(&pid, arguments[0], &actions, nil, argv, envp)
         guard status == 0 else {
             throw CLIError("cannot run \(arguments[0]): \(String(cString: strerror(status)))")
         }
