@@ -99,6 +99,10 @@ package struct BenchCommand: ParsableCommand {
     package var jobs: Int = 50_000
     @Option(name: .customLong("body-jobs"), help: "Bodies: jobs with 1 MiB bodies.")
     package var bodyJobs: Int = 300
+    @Option(
+        name: .customLong("payload-bytes"),
+        help: "Size in bytes of each job's JSON body (default: a ~200-byte event; bodies sends 1 MiB ones).")
+    package var payloadBytes: Int = 0
     @Option(help: "Latency: jobs enqueued per second.")
     package var rate: Int = 200
     @Option(help: "Latency: how long to enqueue.")
@@ -127,6 +131,9 @@ package struct BenchCommand: ParsableCommand {
         if jobs < 1 || jobs > 5_000_000 { throw CLIError.usage("--jobs must be between 1 and 5000000") }
         if rate < 1 || rate > 10_000 { throw CLIError.usage("--rate must be between 1 and 10000") }
         if bodyJobs < 1 || bodyJobs > 10_000 { throw CLIError.usage("--body-jobs must be between 1 and 10000") }
+        if payloadBytes != 0 && (payloadBytes < 256 || payloadBytes > 1_048_576) {
+            throw CLIError.usage("--payload-bytes must be 0 (the ~200-byte event) or between 256 and 1048576")
+        }
         if concurrency < 1 || loops < 1 || batchSize < 1 || (perHostLimit ?? 1) < 1 {
             throw CLIError.usage("--concurrency, --loops, --batch-size and --per-host-limit must be at least 1")
         }
@@ -168,7 +175,8 @@ package struct BenchCommand: ParsableCommand {
             worker: ["--concurrency", String(concurrency), "--loops", String(loops), "--batch-size", String(batchSize),
                      "--allow-private-targets", "--log-level", "warning"]
                 + (perHostLimit.map { ["--per-host-limit", String($0)] } ?? []),
-            loops: loops, batchSize: batchSize, concurrency: concurrency, say: say, workerLog: workerLog.path)
+            loops: loops, batchSize: batchSize, concurrency: concurrency, say: say, workerLog: workerLog.path,
+            payloadBytes: payloadBytes)
         // The cores' speed before and after the scenarios: the CPU per job below is time, and
         // this machine's cores run at very different speeds from one day (or hour) to the next.
         let referenceBefore = ReferenceWorkload.measure().milliseconds
@@ -227,6 +235,7 @@ package struct BenchCommand: ParsableCommand {
                     "per_host_limit": perHostLimit ?? WorkerConfiguration().perHostLimit,
                     "per_host_limit_is_default": perHostLimit == nil,
                 ],
+                "payload_bytes": BenchRunner.payload(1, bytes: payloadBytes).count,
                 "scenarios": results.map(\.json),
                 "goals": goals.map { ["goal": $0.goal, "measured": $0.measured, "met": $0.met] },
             ])
@@ -238,7 +247,8 @@ package struct BenchCommand: ParsableCommand {
         print("Server:  \(server)")
         let hostLimit = perHostLimit.map { "per-host limit \($0)" }
             ?? "per-host limit \(WorkerConfiguration().perHostLimit) (the worker's default)"
-        print("Worker:  concurrency \(concurrency), \(loops) claim loop\(loops == 1 ? "" : "s"), batch \(batchSize), \(hostLimit)\n")
+        print("Worker:  concurrency \(concurrency), \(loops) claim loop\(loops == 1 ? "" : "s"), batch \(batchSize), \(hostLimit)")
+        print("Bodies:  \(BenchRunner.payload(1, bytes: payloadBytes).count)-byte JSON events\(payloadBytes == 0 ? " (the default; --payload-bytes sets the size)" : "")\n")
         // CPU per 1,000 jobs in seconds (= ms per job): the worker's, and the whole PostgreSQL
         // cluster's (backends, WAL writer, checkpointer, autovacuum) where the scenario drains.
         var rows = [["SCENARIO", "JOBS", "SECONDS", "JOBS/S", "CPU S/1K JOBS", "PG CPU S/1K", "PEAK RSS", "DETAIL"]]

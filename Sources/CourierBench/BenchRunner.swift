@@ -88,6 +88,9 @@ package struct BenchRunner {
     /// Where benchmark workers write their standard error: a file the command removes when it
     /// ends (`TemporaryFile`), read back when a worker exits at start.
     package let workerLog: String
+    /// The size in bytes of each job's body (`--payload-bytes`; not the `bodies` scenario's, nor
+    /// the finished jobs loaded as history); 0 for the small event of `payload(_:)`, ~200 bytes.
+    package var payloadBytes: Int = 0
 
     var store: AdminStore { AdminStore(connection: connection) }
 
@@ -100,12 +103,26 @@ package struct BenchRunner {
         return ServerCPU(dataDirectory: directory, observer: observer)
     }
 
-    /// A ~200-byte JSON event.
-    package static func payload(_ n: Int) -> [UInt8] {
+    /// A ~200-byte JSON event; with `bytes` larger than that, the same event with a `"note"`
+    /// of letters that makes it exactly `bytes` long (still one JSON object), as a webhook
+    /// carrying a larger document would be.
+    package static func payload(_ n: Int, bytes: Int = 0) -> [UInt8] {
         let text = #"{"type":"invoice.paid","id":"evt_\#(String(format: "%010d", n))","created":1764000000,"#
             + #""data":{"invoice":"in_1Q2w3E4r5T6y7U8i","customer":"cus_9O8i7U6y5T4r","amount_due":4200,"currency":"eur","status":"paid"}}"#
-        return Array(text.utf8)
+        var event = Array(text.utf8)
+        let padded = Array(#","note":""}"#.utf8)
+        guard bytes >= event.count + padded.count else { return event }
+        // `..."}` + `,"note":"<letters>"}`: the event's closing brace moves after the note.
+        event.removeLast()
+        let letters = bytes - event.count - padded.count
+        event += Array(#","note":""#.utf8)
+        event += (0..<letters).map { UInt8(ascii: "a") + UInt8(truncatingIfNeeded: ($0 &+ n) % 26) }
+        event += Array(#""}"#.utf8)
+        return event
     }
+
+    /// Job `n`'s body at this run's `payloadBytes`.
+    package func payload(_ n: Int) -> [UInt8] { Self.payload(n, bytes: payloadBytes) }
 
     /// `count` jobs for `path` on the sink; with `hosts`, job n goes to host name
     /// `h<n % hosts>.localhost` on the sink's port (the worker resolves them with --resolve).
@@ -118,7 +135,7 @@ package struct BenchRunner {
         for n in 1...count {
             var job = NewJob(url: base.map { $0 + path } ?? hosts.map { hostURL(n % $0) + path } ?? sink.url(path))
             job.queue = queue
-            job.body = Self.payload(n)
+            job.body = payload(n)
             job.headers = [("Content-Type", "application/json")]
             job.retrySchedule = retrySchedule?.map(Duration.seconds)
             piece.append((n, job))
@@ -319,7 +336,7 @@ package struct BenchRunner {
     private func enqueueOne(url: String, queue: String, n: Int) throws {
         var job = NewJob(url: url)
         job.queue = queue
-        job.body = Self.payload(n)
+        job.body = payload(n)
         job.headers = [("Content-Type", "application/json")]
         try connection.run(AdminStatements.enqueueOne, job)
     }
@@ -504,6 +521,7 @@ package struct BenchRunner {
         let before = ProcessStats.current()
         let started = Date()
         let concurrency = self.concurrency
+        let payloadBytes = self.payloadBytes
         let failed = try blockingAwait { () async -> Int in
             let next = Counter()
             return await withTaskGroup(of: Int.self) { group in
@@ -515,7 +533,7 @@ package struct BenchRunner {
                             if n >= jobs { return failures }
                             let job = ClaimedJob(
                                 id: Int64(n + 1), queue: "bench", method: "POST", url: url,
-                                headers: [("Content-Type", "application/json")], body: BenchRunner.payload(n), attempt: 1,
+                                headers: [("Content-Type", "application/json")], body: BenchRunner.payload(n, bytes: payloadBytes), attempt: 1,
                                 maxAttempts: 1, schedule: .standardWebhooks, signingSecret: nil, queueMaxInFlight: nil)
                             let delivery = await deliverer.deliver(job)
                             if delivery.verdict.durable != .succeed { failures += 1 }

@@ -72,7 +72,7 @@ extension BenchRunner {
         try Migrator(logger: Logger(label: "courier.bench", factory: { _ in SwiftLogNoOpLogHandler() })).migrate(emptyConnection)
         let emptyTable = BenchRunner(
             databaseURL: emptyURL, connection: emptyConnection, sink: sink, timeout: timeout, worker: worker, loops: loops,
-            batchSize: batchSize, concurrency: concurrency, say: say, workerLog: workerLog)
+            batchSize: batchSize, concurrency: concurrency, say: say, workerLog: workerLog, payloadBytes: payloadBytes)
         say("scale: loading \(Output.count(history)) finished jobs with their attempt rows...")
         try reset(historyQueue)
         let loadStarted = Date()
