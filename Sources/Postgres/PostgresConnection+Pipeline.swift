@@ -51,7 +51,7 @@ extension PostgresConnection {
         let deadline = Deadline(seconds: timeout)
         for (name, statement) in zip(names, statements) {
             let sent = withParameters(statement.parameters) { count, values, lengths, formats in
-                PQsendQueryPrepared(conn, name, count, values, lengths, formats, 0)
+                PQsendQueryPrepared(conn, name, count, values, lengths, formats, statement.resultFormat.rawValue)
             }
             guard sent == 1 else { throw lost(conn, "the statement could not be sent") }
         }
@@ -98,17 +98,25 @@ extension PostgresConnection {
     }
 }
 
-/// One statement of `PostgresConnection.pipeline(_:)`: its text and bound parameters.
+/// One statement of `PostgresConnection.pipeline(_:)`: its text, bound parameters and the
+/// form its result comes in.
 public struct PipelineStatement: Sendable {
     /// The statement, with `$1`, `$2`, ... placeholders; one statement, not a script.
     public var sql: String
     /// One value per placeholder.
     public var parameters: [any PostgresEncodable]
+    /// The form of the result's values: text (the default) or binary, which
+    /// `PostgresRow.decode` reads for the types that know their binary layout.
+    public var resultFormat: PostgresConnection.ResultFormat
 
     /// A statement and its parameters.
-    public init(_ sql: String, _ parameters: [any PostgresEncodable] = []) {
+    public init(
+        _ sql: String, _ parameters: [any PostgresEncodable] = [],
+        resultFormat: PostgresConnection.ResultFormat = .text
+    ) {
         self.sql = sql
         self.parameters = parameters
+        self.resultFormat = resultFormat
     }
 
     /// `BEGIN`: the pipeline's later statements, and those after it, run in one transaction.

@@ -31,8 +31,10 @@ extension PostgresConnection {
     public enum ResultFormat: Int32, Sendable {
         /// Each type's text form, which `PostgresRow.decode` reads (the default).
         case text = 0
-        /// Each type's binary form, read with `PostgresRow.rawBytes`: for `bytea`, the bytes
-        /// themselves instead of twice as many hex digits.
+        /// Each type's binary form, read with `PostgresRow.rawBytes`, or with
+        /// `PostgresRow.decode` for the types that know their layout (integers, booleans,
+        /// floats, texts, `bytea`): for `bytea`, the bytes themselves instead of twice as many
+        /// hex digits, and no number written out as text by the server and parsed here.
         case binary = 1
     }
 

@@ -9,11 +9,19 @@ public final class PostgresResult: @unchecked Sendable {
     public let columns: [String]
     /// Number of rows returned.
     public let rowCount: Int
+    /// Per column, whether its values came in binary form (`ResultFormat.binary`).
+    @usableFromInline
+    let binaryColumns: [Bool]
+    /// Per column, the type's OID (`PQftype`): what a binary value's bytes mean.
+    @usableFromInline
+    let columnTypes: [UInt32]
 
     init(handle: OpaquePointer) {
         self.handle = handle
         let count = Int(PQnfields(handle))
         columns = (0..<count).map { String(cString: PQfname(handle, Int32($0))) }
+        binaryColumns = (0..<count).map { PQfformat(handle, Int32($0)) == 1 }
+        columnTypes = (0..<count).map { UInt32(PQftype(handle, Int32($0))) }
         rowCount = Int(PQntuples(handle))
     }
 
@@ -65,16 +73,21 @@ public struct PostgresRow: Sendable {
     /// True when the column is SQL NULL.
     public func isNull(_ column: Int) -> Bool { result.isNull(row: index, column: column) }
 
-    /// Decodes a non-null column; throws on NULL or on a value that is not a `T`. Inlinable,
+    /// Decodes a non-null column; throws on NULL or on a value that is not a `T`. A column
+    /// sent in binary form (`ResultFormat.binary`) is read by its type's binary layout, and
+    /// only as a type that reads that layout (`decode(postgresBinary:type:)`). Inlinable,
     /// so each caller gets a copy specialized to `T`: unspecialized, instantiating generic
     /// metadata cost more than decoding (perf, the worker reading a claim of 100 rows).
     @inlinable
     public func decode<T: PostgresDecodable>(_ column: Int, as type: T.Type = T.self) throws -> T {
         guard column >= 0, column < result.columns.count else { throw failure(column, T.self) }
         // The row holds the result, so the bytes stay valid for the call.
-        guard let bytes = result.bytes(row: index, column: column), let value = T.decode(postgresBytes: bytes) else {
-            throw failure(column, T.self)
-        }
+        guard let bytes = result.bytes(row: index, column: column) else { throw failure(column, T.self) }
+        let value =
+            result.binaryColumns[column]
+            ? T.decode(postgresBinary: bytes, type: result.columnTypes[column])
+            : T.decode(postgresBytes: bytes)
+        guard let value else { throw failure(column, T.self) }
         return value
     }
 
@@ -94,6 +107,14 @@ public struct PostgresRow: Sendable {
         guard let text = result.text(row: index, column: column) else {
             return PostgresError(
                 kind: .decoding, message: "column \"\(result.columns[column])\" is NULL where \(type) was expected")
+        }
+        if result.binaryColumns[column] {
+            // A binary value's bytes are no text to quote: say what the server sent instead.
+            let length = result.bytes(row: index, column: column)?.count ?? 0
+            return PostgresError(
+                kind: .decoding,
+                message: "column \"\(result.columns[column])\" (binary, type oid \(result.columnTypes[column]), "
+                    + "\(length) bytes) is not a \(type)")
         }
         return PostgresError(
             kind: .decoding,

@@ -22,7 +22,8 @@ extension PostgresEncodable {
     public func appendArrayElement(to bytes: inout [UInt8]) { PostgresArray.append(postgresValue, to: &bytes) }
 }
 
-/// A Swift value that can be read from a result column sent in PostgreSQL's text format.
+/// A Swift value that can be read from a result column: from PostgreSQL's text format, and
+/// from the binary format of the column types whose layout it knows.
 public protocol PostgresDecodable {
     /// Decodes the column's text (never called for NULL).
     static func decode(postgresText text: String) -> Self?
@@ -30,17 +31,71 @@ public protocol PostgresDecodable {
     /// makes a `String` and calls `decode(postgresText:)`; a type that reads the bytes faster
     /// (bytea's hex, which would otherwise be copied into a `String` first) provides its own.
     static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> Self?
+    /// Decodes a value sent in binary form (`ResultFormat.binary`) by a column of type `type`
+    /// (its OID; never called for NULL). nil when the type is not one this Swift type reads in
+    /// binary, or the bytes are not that type's layout; the default reads no binary value.
+    static func decode(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) -> Self?
 }
 
 extension PostgresDecodable {
     public static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> Self? {
         decode(postgresText: String(decoding: bytes, as: UTF8.self))
     }
+    public static func decode(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) -> Self? { nil }
+}
+
+/// The OIDs of the built-in types whose binary form `PostgresDecodable` types read
+/// (`pg_type.oid`, fixed in every PostgreSQL release).
+public enum PostgresTypeOID {
+    public static let bool: UInt32 = 16
+    public static let bytea: UInt32 = 17
+    public static let name: UInt32 = 19
+    public static let int8: UInt32 = 20
+    public static let int2: UInt32 = 21
+    public static let int4: UInt32 = 23
+    public static let text: UInt32 = 25
+    public static let float4: UInt32 = 700
+    public static let float8: UInt32 = 701
+    public static let bpchar: UInt32 = 1042
+    public static let varchar: UInt32 = 1043
+
+    /// Whether a value of `type` is, in binary form, its text's bytes (in the client's encoding, as
+    /// in the text form).
+    @inlinable
+    public static func isText(_ type: UInt32) -> Bool {
+        type == text || type == varchar || type == bpchar || type == name
+    }
+}
+
+/// Integers in binary form: `int2`, `int4` and `int8`, big-endian, two's complement.
+@usableFromInline
+enum PostgresBinaryInteger {
+    /// The value, if `type` is an integer type and `bytes` its width.
+    @inlinable
+    static func read(_ bytes: UnsafeBufferPointer<UInt8>, type: UInt32) -> Int64? {
+        let width: Int
+        switch type {
+        case PostgresTypeOID.int2: width = 2
+        case PostgresTypeOID.int4: width = 4
+        case PostgresTypeOID.int8: width = 8
+        default: return nil
+        }
+        guard bytes.count == width else { return nil }
+        var bits: UInt64 = 0
+        for byte in bytes { bits = bits << 8 | UInt64(byte) }
+        // Sign-extend from the type's width.
+        let shift = UInt64(64 - 8 * width)
+        return Int64(bitPattern: bits << shift) >> shift
+    }
 }
 
 extension String: PostgresEncodable, PostgresDecodable {
     public var postgresValue: PostgresValue { .text(self) }
     public static func decode(postgresText text: String) -> String? { text }
+    /// `text`, `varchar`, `bpchar` and `name`: the text's bytes, as in the text format.
+    public static func decode(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) -> String? {
+        PostgresTypeOID.isText(type) ? String(decoding: bytes, as: UTF8.self) : nil
+    }
 }
 
 extension Int: PostgresEncodable, PostgresDecodable {
@@ -48,6 +103,9 @@ extension Int: PostgresEncodable, PostgresDecodable {
     public func appendArrayElement(to bytes: inout [UInt8]) { PostgresArray.appendDigits(Int64(self), to: &bytes) }
     public static func decode(postgresText text: String) -> Int? { Int(text) }
     public static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> Int? { PostgresInteger.parse(bytes) }
+    public static func decode(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) -> Int? {
+        PostgresBinaryInteger.read(bytes, type: type).flatMap { Int(exactly: $0) }
+    }
 }
 
 extension Int64: PostgresEncodable, PostgresDecodable {
@@ -55,6 +113,9 @@ extension Int64: PostgresEncodable, PostgresDecodable {
     public func appendArrayElement(to bytes: inout [UInt8]) { PostgresArray.appendDigits(Int64(self), to: &bytes) }
     public static func decode(postgresText text: String) -> Int64? { Int64(text) }
     public static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> Int64? { PostgresInteger.parse(bytes) }
+    public static func decode(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) -> Int64? {
+        PostgresBinaryInteger.read(bytes, type: type)
+    }
 }
 
 extension Int32: PostgresEncodable, PostgresDecodable {
@@ -62,12 +123,20 @@ extension Int32: PostgresEncodable, PostgresDecodable {
     public func appendArrayElement(to bytes: inout [UInt8]) { PostgresArray.appendDigits(Int64(self), to: &bytes) }
     public static func decode(postgresText text: String) -> Int32? { Int32(text) }
     public static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> Int32? { PostgresInteger.parse(bytes) }
+    /// nil for an `int8` value beyond `Int32`'s range.
+    public static func decode(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) -> Int32? {
+        PostgresBinaryInteger.read(bytes, type: type).flatMap { Int32(exactly: $0) }
+    }
 }
 
 extension Int16: PostgresEncodable, PostgresDecodable {
     public var postgresValue: PostgresValue { .text(String(self)) }
     public static func decode(postgresText text: String) -> Int16? { Int16(text) }
     public static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> Int16? { PostgresInteger.parse(bytes) }
+    /// nil for a value beyond `Int16`'s range.
+    public static func decode(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) -> Int16? {
+        PostgresBinaryInteger.read(bytes, type: type).flatMap { Int16(exactly: $0) }
+    }
 }
 
 extension Bool: PostgresEncodable, PostgresDecodable {
@@ -88,6 +157,11 @@ extension Bool: PostgresEncodable, PostgresDecodable {
         }
         return decode(postgresText: String(decoding: bytes, as: UTF8.self))
     }
+    /// `bool`: one byte, 1 or 0.
+    public static func decode(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) -> Bool? {
+        guard type == PostgresTypeOID.bool, bytes.count == 1, bytes[0] <= 1 else { return nil }
+        return bytes[0] == 1
+    }
 }
 
 extension Double: PostgresEncodable, PostgresDecodable {
@@ -97,6 +171,17 @@ extension Double: PostgresEncodable, PostgresDecodable {
         return .text(String(self))
     }
     public static func decode(postgresText text: String) -> Double? { Double(text) }
+    /// `float8` and `float4`: IEEE 754, big-endian.
+    public static func decode(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) -> Double? {
+        switch (type, bytes.count) {
+        case (PostgresTypeOID.float8, 8):
+            return Double(bitPattern: bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+        case (PostgresTypeOID.float4, 4):
+            return Double(Float(bitPattern: bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }))
+        default:
+            return nil
+        }
+    }
 }
 
 extension Array: PostgresEncodable where Element == UInt8 {
@@ -109,6 +194,10 @@ extension Array: PostgresDecodable where Element == UInt8 {
     public static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         PostgresBytea.decodeHex(bytes)
     }
+    /// `bytea`: the bytes themselves.
+    public static func decode(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) -> [UInt8]? {
+        type == PostgresTypeOID.bytea ? Array(bytes) : nil
+    }
 }
 
 extension Data: PostgresEncodable, PostgresDecodable {
@@ -116,6 +205,10 @@ extension Data: PostgresEncodable, PostgresDecodable {
     public static func decode(postgresText text: String) -> Data? { PostgresBytea.decodeHex(text).map { Data($0) } }
     public static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>) -> Data? {
         PostgresBytea.decodeHex(bytes).map { Data($0) }
+    }
+    /// `bytea`: the bytes themselves.
+    public static func decode(postgresBinary bytes: UnsafeBufferPointer<UInt8>, type: UInt32) -> Data? {
+        type == PostgresTypeOID.bytea ? Data(bytes) : nil
     }
 }
 

@@ -38,8 +38,10 @@ public struct Statement<Parameters>: Sendable {
 
     /// This statement with `parameters`, as one step of `PostgresConnection.pipeline(_:)`
     /// (where every statement is prepared).
-    public func pipelined(_ parameters: Parameters) -> PipelineStatement {
-        PipelineStatement(sql, bind(parameters))
+    public func pipelined(
+        _ parameters: Parameters, resultFormat: PostgresConnection.ResultFormat = .text
+    ) -> PipelineStatement {
+        PipelineStatement(sql, bind(parameters), resultFormat: resultFormat)
     }
 }
 
@@ -64,7 +66,8 @@ extension PostgresConnection {
     }
 
     /// Runs prepared `statement` with the values sent in binary form, for `PostgresRow.rawBytes`
-    /// (a large `bytea` then travels as its bytes, not as hex).
+    /// and for `PostgresRow.decode` of the types that read binary values (a `bytea` then
+    /// travels as its bytes, not as hex).
     public func runBinary<Parameters>(_ statement: Statement<Parameters>, _ parameters: Parameters) throws
         -> PostgresResult
     {

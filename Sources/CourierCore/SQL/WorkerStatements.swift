@@ -432,7 +432,9 @@ public enum WorkerStatements {
     /// space-separated; plain jobs skip the lookup), and last the body's size. A body larger
     /// than `Defaults.inlineBodyBytes` comes back NULL: the worker reads it with `loadBody` when
     /// its delivery has room in the body budget (`octet_length` reads the stored size, not the
-    /// value).
+    /// value). The worker reads these columns in binary (`JobStore.claimBatch`), so each is of a
+    /// type whose binary form `PostgresRow.decode` reads: integers, booleans, texts and `bytea`
+    /// (the schedule is sent as its array's text).
     static let claimedColumns = """
 
         RETURNING j.id, j.queue, j.method, j.url, j.headers::text,
@@ -440,7 +442,7 @@ public enum WorkerStatements {
             j.attempt, j.max_attempts,
             CASE WHEN j.retry_schedule IS NOT NULL OR q.retry_schedule IS NOT NULL THEN
                 (SELECT array_agg(extract(epoch FROM s.delay)::float8 ORDER BY s.n)
-                 FROM unnest(coalesce(j.retry_schedule, q.retry_schedule)) WITH ORDINALITY AS s(delay, n))
+                 FROM unnest(coalesce(j.retry_schedule, q.retry_schedule)) WITH ORDINALITY AS s(delay, n))::text
             END AS schedule_seconds,
             q.signing_secret, q.max_in_flight, j.host, j.postponements,
             j.endpoint_id IS NOT NULL OR dst.disable_on_gone,
