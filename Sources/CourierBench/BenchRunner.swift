@@ -110,14 +110,14 @@ package struct BenchRunner {
         let text = #"{"type":"invoice.paid","id":"evt_\#(String(format: "%010d", n))","created":1764000000,"#
             + #""data":{"invoice":"in_1Q2w3E4r5T6y7U8i","customer":"cus_9O8i7U6y5T4r","amount_due":4200,"currency":"eur","status":"paid"}}"#
         var event = Array(text.utf8)
-        let padded = Array(#","note":""}"#.utf8)
-        guard bytes >= event.count + padded.count else { return event }
+        let noteFrame = Array(#","note":""#.utf8), end = Array(#""}"#.utf8)
+        guard bytes >= event.count + noteFrame.count + end.count - 1 else { return event }
         // `..."}` + `,"note":"<letters>"}`: the event's closing brace moves after the note.
         event.removeLast()
-        let letters = bytes - event.count - padded.count
-        event += Array(#","note":""#.utf8)
-        event += (0..<letters).map { UInt8(ascii: "a") + UInt8(truncatingIfNeeded: ($0 &+ n) % 26) }
-        event += Array(#""}"#.utf8)
+        let letters = bytes - event.count - noteFrame.count - end.count
+        event += noteFrame
+        event += (0..<letters).map { UInt8(ascii: "a") + UInt8((($0 &+ n) % 26 + 26) % 26) }
+        event += end
         return event
     }
 
