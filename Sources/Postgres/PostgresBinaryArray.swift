@@ -10,25 +10,25 @@ public protocol PostgresBinaryArrayElement: Sendable {
 }
 
 extension Int64: PostgresBinaryArrayElement {
-    public static var postgresElementOID: UInt32 { 20 }
+    public static var postgresElementOID: UInt32 { PostgresTypeOID.int8 }
     public static var postgresElementSize: Int { 8 }
     public func appendBinary(to bytes: inout [UInt8]) { PostgresBinaryArray.append(UInt64(bitPattern: self), to: &bytes) }
 }
 
 extension Int32: PostgresBinaryArrayElement {
-    public static var postgresElementOID: UInt32 { 23 }
+    public static var postgresElementOID: UInt32 { PostgresTypeOID.int4 }
     public static var postgresElementSize: Int { 4 }
     public func appendBinary(to bytes: inout [UInt8]) { PostgresBinaryArray.append(UInt32(bitPattern: self), to: &bytes) }
 }
 
 extension Double: PostgresBinaryArrayElement {
-    public static var postgresElementOID: UInt32 { 701 }
+    public static var postgresElementOID: UInt32 { PostgresTypeOID.float8 }
     public static var postgresElementSize: Int { 8 }
     public func appendBinary(to bytes: inout [UInt8]) { PostgresBinaryArray.append(bitPattern, to: &bytes) }
 }
 
 extension Bool: PostgresBinaryArrayElement {
-    public static var postgresElementOID: UInt32 { 16 }
+    public static var postgresElementOID: UInt32 { PostgresTypeOID.bool }
     public static var postgresElementSize: Int { 1 }
     public func appendBinary(to bytes: inout [UInt8]) { bytes.append(self ? 1 : 0) }
 }

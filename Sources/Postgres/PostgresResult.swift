@@ -54,13 +54,6 @@ public final class PostgresResult: @unchecked Sendable {
         // libpq's `char` bytes read as `UInt8`, their unsigned counterpart (a related type).
         return UnsafeBufferPointer(start: UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self), count: length)
     }
-
-    func text(row: Int, column: Int) -> String? {
-        guard !isNull(row: row, column: column), let value = PQgetvalue(handle, Int32(row), Int32(column)) else {
-            return nil
-        }
-        return String(cString: value)
-    }
 }
 
 /// One row of a `PostgresResult`, read by column index or name with typed decoding.
@@ -104,18 +97,18 @@ public struct PostgresRow: Sendable {
         guard column >= 0, column < result.columns.count else {
             return PostgresError(kind: .usage, message: "column \(column) out of range (\(result.columns.count) columns)")
         }
-        guard let text = result.text(row: index, column: column) else {
+        guard let bytes = result.bytes(row: index, column: column) else {
             return PostgresError(
                 kind: .decoding, message: "column \"\(result.columns[column])\" is NULL where \(type) was expected")
         }
         if result.binaryColumns[column] {
             // A binary value's bytes are no text to quote: say what the server sent instead.
-            let length = result.bytes(row: index, column: column)?.count ?? 0
             return PostgresError(
                 kind: .decoding,
                 message: "column \"\(result.columns[column])\" (binary, type oid \(result.columnTypes[column]), "
-                    + "\(length) bytes) is not a \(type)")
+                    + "\(bytes.count) bytes) is not a \(type)")
         }
+        let text = String(decoding: bytes, as: UTF8.self)
         return PostgresError(
             kind: .decoding,
             message: "column \"\(result.columns[column])\" value \(text.prefix(60).debugDescription) is not a \(type)")
