@@ -83,6 +83,72 @@ final class EndpointHealthTests: XCTestCase {
         }
     }
 
+    // MARK: What a claimed job carries
+
+    /// The claim reads each lane's queue and destination once and hands their settings to every
+    /// job of the lane, and to a gate's probe beside them: the queue's signing secret, cap,
+    /// retry schedule and OAuth2 client, the host's rule for a 410. A job of a queue without
+    /// settings gets none, not its neighbour's.
+    func testEveryClaimedJobCarriesItsOwnQueuesSettingsWhetherFromALaneOrAGate() throws {
+        let plainQueue = "p\(UInt32.random(in: 0...UInt32.max))"
+        try connection.query(
+            """
+            INSERT INTO courier.queues (name, signing_secret, max_in_flight, retry_schedule, oauth_token_url,
+                                        oauth_client_id, oauth_client_secret, oauth_scope, oauth_audience)
+            VALUES ($1, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 7, '{2s,9s}', 'https://auth.test/token',
+                    'client-1', 'client-secret-1', 'send', 'receivers')
+            """, [queue])
+        try breaker(threshold: 3)
+        let store = JobStore(connection: connection, workerID: "w1")
+        try enqueue(3, path: "hang")
+        try store.record(try claim(store), .failure(.transport(.readTimeout), error: "no complete response in time"))
+        let key = "https://\(host)/hang"
+        XCTAssertEqual(try health(key)?.open, true)
+        try enqueue(2, path: "hang")
+        XCTAssertGreaterThan(try connection.run(WorkerStatements.sweepGates)[0].decode(0, as: Int.self), 0)
+        try connection.query("UPDATE courier.endpoint_health SET probe_at = now() WHERE key = $1", [key])
+        try connection.query("UPDATE courier.jobs SET run_at = now() WHERE queue = $1 AND state = 'retrying'", [queue])
+        let lane = try enqueue(2, path: "ok")
+        let plain = try (0..<2).map { i in
+            try connection.query(
+                "SELECT courier.enqueue(url => $1, payload => '{}', queue => $2)",
+                ["https://\(host)/plain?n=\(i)", plainQueue])[0].decode(0, as: Int64.self)
+        }
+
+        let claimed = try store.claim(queues: [queue, plainQueue], limit: 100, lease: .seconds(60))
+        let probe = try XCTUnwrap(claimed.first { $0.url.contains("/hang") }, "the gate gave its probe")
+        XCTAssertEqual(claimed.filter { $0.url.contains("/hang") }.count, 1)
+        XCTAssertEqual(Set(claimed.map(\.id)).intersection(lane + plain).count, 4)
+        for job in claimed {
+            if job.queue == queue {
+                XCTAssertEqual(job.signingSecret, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "job \(job.url)")
+                XCTAssertEqual(job.queueMaxInFlight, 7, "job \(job.url)")
+                XCTAssertEqual(job.schedule.delays, [.seconds(2), .seconds(9)], "job \(job.url)")
+                XCTAssertEqual(job.oauth?.tokenURL, "https://auth.test/token", "job \(job.url)")
+                XCTAssertEqual(job.oauth?.clientID, "client-1", "job \(job.url)")
+                XCTAssertEqual(job.oauth?.clientSecret, "client-secret-1", "job \(job.url)")
+                XCTAssertEqual(job.oauth?.scope, "send", "job \(job.url)")
+                XCTAssertEqual(job.oauth?.audience, "receivers", "job \(job.url)")
+            } else {
+                XCTAssertEqual(job.queue, plainQueue)
+                XCTAssertNil(job.signingSecret, "job \(job.url)")
+                XCTAssertNil(job.queueMaxInFlight, "job \(job.url)")
+                XCTAssertEqual(job.schedule, .standardWebhooks, "job \(job.url)")
+                XCTAssertNil(job.oauth, "job \(job.url)")
+            }
+            XCTAssertTrue(job.parkOnGone, "the host disables itself on a 410 (its default): job \(job.url)")
+        }
+        XCTAssertEqual(probe.queue, queue)
+
+        // The host's rule changed: the next claim reads it again.
+        try store.record(claimed, .delivered())
+        try connection.query("UPDATE courier.destinations SET disable_on_gone = false WHERE host = $1", [host])
+        try enqueue(1, path: "ok")
+        let next = try claim(store)
+        XCTAssertFalse(next.isEmpty)
+        XCTAssertTrue(next.allSatisfy { !$0.parkOnGone })
+    }
+
     // MARK: Breakers
 
     func testAnEndpointsFailuresOpenItsOwnBreakerAndItsJobsLeaveTheLanes() throws {

@@ -254,7 +254,15 @@ public enum WorkerStatements {
     ///    (`priority, run_at, id`) over its lanes, and `chosen` interleaves the hosts (every
     ///    host's first job, then every host's second, ...), so a backlog for one host never
     ///    delays another host's job by more than one claim.
-    /// 3. `spent` takes rate tokens for the jobs started, and moves a half-open breaker's next
+    /// 3. What `claimedColumns` needs of a job's queue and host travels with the job from where
+    ///    it was read once: the queue's settings from `queue_settings` (one lookup per queue of
+    ///    the claim), the host's `disable_on_gone` from `rooms`, and the row's address (`ctid`)
+    ///    from the lock, so `claimed` updates each row through it (a TID scan, with the id
+    ///    checked again) instead of looking the job, its queue and its destination up by their
+    ///    keys once per job. The row cannot move meanwhile: this transaction holds its lock. With
+    ///    one receiver that is 4.8 % of the worker's backend (callgrind, 331,900 to 315,800
+    ///    instructions per job in a 10,000-job drain), with 1,000 receivers 2.6 %.
+    /// 4. `spent` takes rate tokens for the jobs started, and moves a half-open breaker's next
     ///    probe one cool-down on; it looks up only the hosts `rooms` found limited or probing.
     ///
     /// Returns the claimed jobs in no particular order: the columns of `claimedColumns`, then
@@ -273,7 +281,7 @@ public enum WorkerStatements {
             SELECT d.host,
                    coalesce(d.max_in_flight, $5)
                        - (SELECT count(*) FROM courier.jobs r WHERE r.host = d.host AND r.state = 'running') AS room,
-                   d.opened_at IS NOT NULL AS probing,
+                   d.opened_at IS NOT NULL AS probing, d.disable_on_gone,
                    floor(courier.destination_tokens(d.rate_limit, d.tokens, d.tokens_at)) AS tokens,
                    EXISTS (SELECT 1 FROM courier.endpoint_health g
                            WHERE g.host = d.host AND (g.opened_at IS NOT NULL OR g.disabled)) AS gated
@@ -282,23 +290,30 @@ public enum WorkerStatements {
             WHERE d.disabled_at IS NULL AND (d.opened_at IS NULL OR d.probe_at <= now())
         ),
         allowed AS (
-            SELECT r.host, r.room, r.gated,
+            SELECT r.host, r.room, r.gated, r.disable_on_gone,
                    greatest(0, least(r.room, CASE WHEN r.probing THEN 1 ELSE $3 END, r.tokens))::int AS allowance
             FROM rooms r
         ),
         shares AS (
-            SELECT a.host, a.gated,
+            SELECT a.host, a.gated, a.disable_on_gone,
                    least(a.allowance, CASE WHEN count(*) OVER () >= $3 THEN 1
                                            ELSE ceil(2 * $3::float8 / count(*) OVER ()) END)::int AS take
             FROM allowed a
             WHERE a.allowance > 0
         ),
+        queue_settings AS MATERIALIZED (
+            SELECT w.queue, \(queueColumns)
+            FROM (SELECT DISTINCT u.queue FROM unnest($7::text[]) AS u(queue)) w
+            LEFT JOIN courier.queues q ON q.name = w.queue
+        ),
         lane_jobs AS (
-            SELECT c.id, c.priority, c.run_at, l.queue, s.host, s.take
+            SELECT c.id, c.tid, c.priority, c.run_at, l.queue, s.host, s.take,
+                   \(queueColumnNames("qs")), s.disable_on_gone
             FROM shares s
             JOIN unnest($6::text[], $7::text[]) AS l(host, queue) ON l.host = s.host
+            JOIN queue_settings qs ON qs.queue = l.queue
             CROSS JOIN LATERAL (
-                SELECT j.id, j.priority, j.run_at FROM courier.jobs j
+                SELECT j.id, j.ctid AS tid, j.priority, j.run_at FROM courier.jobs j
                 WHERE j.host = l.host AND j.queue = l.queue
                   AND (NOT s.gated OR NOT EXISTS (
                       SELECT 1 FROM courier.endpoint_health g
@@ -312,28 +327,32 @@ public enum WorkerStatements {
         ),
         gate_heads AS (\(gateHeads)),
         gate_jobs AS (
-            SELECT g.id, g.priority, g.run_at, g.queue, s.host, s.take, g.key, g.probing
+            SELECT g.id, c.tid, g.priority, g.run_at, g.queue, s.host, s.take, g.key, g.probing,
+                   \(queueColumns), s.disable_on_gone
             FROM shares s
             JOIN gate_heads g ON g.host = s.host
             CROSS JOIN LATERAL (
-                SELECT j.id FROM courier.jobs j
+                SELECT j.ctid AS tid FROM courier.jobs j
                 WHERE j.id = g.id AND j.state IN ('pending', 'retrying')
                 FOR UPDATE SKIP LOCKED
             ) c
+            LEFT JOIN courier.queues q ON q.name = g.queue
         ),
         picked AS (
-            SELECT t.id, t.priority, t.run_at, t.queue, t.host, t.turn, t.key, t.probing
-            FROM (SELECT lj.id, lj.priority, lj.run_at, lj.queue, lj.host, lj.take, lj.key, lj.probing,
+            SELECT t.id, t.tid, t.priority, t.run_at, t.queue, t.host, t.turn, t.key, t.probing, \(laneColumnNames("t"))
+            FROM (SELECT lj.*,
                          row_number() OVER (PARTITION BY lj.host ORDER BY lj.priority, lj.run_at, lj.id) AS turn
-                  FROM (SELECT x.id, x.priority, x.run_at, x.queue, x.host, x.take, NULL::text AS key, false AS probing
+                  FROM (SELECT x.id, x.tid, x.priority, x.run_at, x.queue, x.host, x.take, NULL::text AS key, false AS probing,
+                               \(laneColumnNames("x"))
                         FROM lane_jobs x
                         UNION ALL
-                        SELECT y.id, y.priority, y.run_at, y.queue, y.host, y.take, y.key, y.probing
+                        SELECT y.id, y.tid, y.priority, y.run_at, y.queue, y.host, y.take, y.key, y.probing,
+                               \(laneColumnNames("y"))
                         FROM gate_jobs y) lj) t
             WHERE t.turn <= t.take
         ),
         chosen AS (
-            SELECT p.id, p.queue, p.host, p.key, p.probing,
+            SELECT p.id, p.tid, p.queue, p.host, p.key, p.probing, \(laneColumnNames("p")),
                    row_number() OVER (ORDER BY p.turn, p.priority, p.run_at, p.id) AS place
             FROM picked p ORDER BY p.turn, p.priority, p.run_at, p.id LIMIT $3
         ),
@@ -342,10 +361,8 @@ public enum WorkerStatements {
             SET state = 'running', attempt = j.attempt + 1, locked_by = $2,
                 locked_until = now() + $4::bigint * interval '1 millisecond', updated_at = now()
             FROM chosen
-            LEFT JOIN courier.queues q ON q.name = chosen.queue
-            LEFT JOIN courier.destinations dst ON dst.host = chosen.host
-            WHERE j.id = chosen.id
-        """ + claimedColumns + """
+            WHERE j.ctid = chosen.tid AND j.id = chosen.id
+        """ + claimedColumns(queue: "chosen", destination: "chosen") + """
             , chosen.place AS claim_place
         ),
         spent AS (
@@ -422,31 +439,52 @@ public enum WorkerStatements {
               AND NOT EXISTS (SELECT 1 FROM courier.queues q WHERE q.name = l.queue AND q.paused)
         """
 
-    /// What a claim returns for each job (shared by `claimBatch` and `claimOne`, whose UPDATE
-    /// joins the job's queue as `q` and its destination as `dst`): the request, the effective
-    /// retry schedule in seconds (job's, else queue's, NULL for the default; its subquery runs
-    /// only for a job that has one, not once per job for nothing), the queue's signing
-    /// secret and cap, the host, postponements so far, what a 410 does there, the queue's
-    /// OAuth2 client credentials (token URL, client id, secret, scope, audience), and for a
-    /// webhook delivery its endpoint and that endpoint's valid sealed secrets (hex, newest first,
-    /// space-separated; plain jobs skip the lookup), and last the body's size. A body larger
-    /// than `Defaults.inlineBodyBytes` comes back NULL: the worker reads it with `loadBody` when
-    /// its delivery has room in the body budget (`octet_length` reads the stored size, not the
-    /// value). The worker reads these columns in binary (`JobStore.claimBatch`), so each is of a
-    /// type whose binary form `PostgresRow.decode` reads: integers, booleans, texts and `bytea`
-    /// (the schedule is sent as its array's text).
-    static let claimedColumns = """
+    /// The settings of queue `q` that `claimedColumns` reads: `claimBatch` reads them once per
+    /// queue (`queue_settings`) and carries them with each of the queue's jobs, beside the
+    /// host's `disable_on_gone` (read once per host, in `rooms`).
+    static let queueColumns = queueColumnNames("q")
+
+    /// The columns of `queueColumns` as relation `alias` carries them.
+    static func queueColumnNames(_ alias: String) -> String {
+        [
+            "retry_schedule", "signing_secret", "max_in_flight", "oauth_token_url", "oauth_client_id",
+            "oauth_client_secret", "oauth_scope", "oauth_audience",
+        ].map { "\(alias).\($0)" }.joined(separator: ", ")
+    }
+
+    /// The columns of `queueColumns` and the host's `disable_on_gone` as relation `alias`
+    /// carries them.
+    static func laneColumnNames(_ alias: String) -> String {
+        queueColumnNames(alias) + ", \(alias).disable_on_gone"
+    }
+
+    /// What a claim returns for each job (shared by `claimBatch` and `claimOne`; `q` and `dst`
+    /// name the relations that give the job's queue settings and its host's `disable_on_gone`:
+    /// `claimOne` joins the tables themselves, `claimBatch` reads both from `chosen`): the
+    /// request, the effective retry schedule in seconds (job's, else queue's, NULL for the
+    /// default; its subquery runs only for a job that has one, not once per job for nothing),
+    /// the queue's signing secret and cap, the host, postponements so far, what a 410 does
+    /// there, the queue's OAuth2 client credentials (token URL, client id, secret, scope,
+    /// audience), and for a webhook delivery its endpoint and that endpoint's valid sealed
+    /// secrets (hex, newest first, space-separated; plain jobs skip the lookup), and last the
+    /// body's size. A body larger than `Defaults.inlineBodyBytes` comes back NULL: the worker
+    /// reads it with `loadBody` when its delivery has room in the body budget (`octet_length`
+    /// reads the stored size, not the value). The worker reads these columns in binary
+    /// (`JobStore.claimBatch`), so each is of a type whose binary form `PostgresRow.decode`
+    /// reads: integers, booleans, texts and `bytea` (the schedule is sent as its array's text).
+    static func claimedColumns(queue q: String, destination dst: String) -> String {
+        """
 
         RETURNING j.id, j.queue, j.method, j.url, j.headers::text,
             CASE WHEN octet_length(j.body) <= \(Defaults.inlineBodyBytes) THEN j.body END AS body,
             j.attempt, j.max_attempts,
-            CASE WHEN j.retry_schedule IS NOT NULL OR q.retry_schedule IS NOT NULL THEN
+            CASE WHEN j.retry_schedule IS NOT NULL OR \(q).retry_schedule IS NOT NULL THEN
                 (SELECT array_agg(extract(epoch FROM s.delay)::float8 ORDER BY s.n)
-                 FROM unnest(coalesce(j.retry_schedule, q.retry_schedule)) WITH ORDINALITY AS s(delay, n))::text
+                 FROM unnest(coalesce(j.retry_schedule, \(q).retry_schedule)) WITH ORDINALITY AS s(delay, n))::text
             END AS schedule_seconds,
-            q.signing_secret, q.max_in_flight, j.host, j.postponements,
-            j.endpoint_id IS NOT NULL OR dst.disable_on_gone,
-            q.oauth_token_url, q.oauth_client_id, q.oauth_client_secret, q.oauth_scope, q.oauth_audience,
+            \(q).signing_secret, \(q).max_in_flight, j.host, j.postponements,
+            j.endpoint_id IS NOT NULL OR \(dst).disable_on_gone,
+            \(q).oauth_token_url, \(q).oauth_client_id, \(q).oauth_client_secret, \(q).oauth_scope, \(q).oauth_audience,
             j.endpoint_id,
             CASE WHEN j.endpoint_id IS NOT NULL THEN
                 (SELECT string_agg(encode(s.sealed, 'hex'), ' ' ORDER BY s.id DESC)
@@ -455,6 +493,7 @@ public enum WorkerStatements {
             END AS sealed_secrets,
             j.traceparent, coalesce(octet_length(j.body), 0) AS body_size
         """
+    }
 
     /// The body of running job `$1`, attempt `$2`, while worker `$3` holds it: no row once the
     /// lease was lost (the job was rescued, cancelled or deleted).
@@ -498,7 +537,7 @@ public enum WorkerStatements {
         LEFT JOIN courier.queues q ON q.name = due.queue
         LEFT JOIN courier.destinations dst ON dst.host = due.host
         WHERE j.id = due.id
-        """ + claimedColumns, planning: .prepared) { [$0.id, $0.workerID, $0.lease.inMilliseconds] }
+        """ + claimedColumns(queue: "q", destination: "dst"), planning: .prepared) { [$0.id, $0.workerID, $0.lease.inMilliseconds] }
 
     /// Moves due job `$1`, whose row no claim can take, to `dead` with reason `$2`. Values the
     /// row's constraints could reject are clamped, so the dead row is a valid one.
