@@ -255,18 +255,24 @@ public enum WorkerStatements {
     ///    host's first job, then every host's second, ...), so a backlog for one host never
     ///    delays another host's job by more than one claim.
     /// 3. What `claimedColumns` needs of a job's queue and host travels with the job from where
-    ///    it was read once: the queue's settings from `queue_settings` (one lookup per queue of
-    ///    the claim), the host's `disable_on_gone` from `rooms`, and the row's address (`ctid`)
-    ///    from the lock, so `claimed` updates each row through it (a TID scan, with the id
-    ///    checked again) instead of looking the job, its queue and its destination up by their
-    ///    keys once per job. The row cannot move meanwhile: this transaction holds its lock. With
-    ///    one receiver that is 4.8 % of the worker's backend (callgrind, 331,900 to 315,800
-    ///    instructions per job in a 10,000-job drain), with 1,000 receivers 2.6 %.
+    ///    it was read once: a lane job's queue settings from `queue_settings` (one lookup per
+    ///    queue of the claim; a gate's job, a few per claim, looks its queue up itself), the
+    ///    host's `disable_on_gone` from `rooms`, and the row's address (`ctid`) from the lock, so
+    ///    `claimed` updates each row through it (a TID scan, with the id checked again) instead
+    ///    of looking the job, its queue and its destination up by their keys once per job. The
+    ///    locked row cannot move: this transaction holds its lock. One rare case differs: a row
+    ///    changed and committed after this statement's snapshot is locked at a version the
+    ///    snapshot cannot see, so the TID scan finds nothing and the job stays due, locked only
+    ///    until this transaction ends; the next claim takes it (looked up by its key, it was
+    ///    claimed at once). With one receiver the change is 4.8 % of the worker's backend
+    ///    (callgrind, 331,900 to 315,800 instructions per job in a 10,000-job drain), with 1,000
+    ///    receivers 2.6 %.
     /// 4. `spent` takes rate tokens for the jobs started, and moves a half-open breaker's next
     ///    probe one cool-down on; it looks up only the hosts `rooms` found limited or probing.
     ///
     /// Returns the claimed jobs in no particular order: the columns of `claimedColumns`, then
-    /// `claim_place`, each job's place in the claim order (1, 2, ...), then `held_back`: true
+    /// `claim_place`, each job's place in the claim order (ascending, with a gap where a chosen
+    /// job was left due, step 3), then `held_back`: true
     /// when some host's room is used up (it was at its cap, or this claim filled it), so freeing
     /// a slot there (an outcome written) is a reason to claim again. The caller puts the jobs
     /// in order by their places (`JobStore.claimBatch`): sorting the returned rows here copied
@@ -440,8 +446,8 @@ public enum WorkerStatements {
         """
 
     /// The settings of queue `q` that `claimedColumns` reads: `claimBatch` reads them once per
-    /// queue (`queue_settings`) and carries them with each of the queue's jobs, beside the
-    /// host's `disable_on_gone` (read once per host, in `rooms`).
+    /// queue for its lanes (`queue_settings`; a gate's job joins its queue itself) and carries
+    /// them with each job, beside the host's `disable_on_gone` (read once per host, in `rooms`).
     static let queueColumns = queueColumnNames("q")
 
     /// The columns of `queueColumns` as relation `alias` carries them.
