@@ -599,12 +599,18 @@ public enum WorkerStatements {
                    timestamptz 'epoch' + o.finished_us * interval '1 microsecond' AS finished_at,
                    (o.finished_us - o.started_us) / 1000.0::float8 AS duration_ms,
                    o.excerpt, o.spent, o.postponed, o.signal, o.in_process, o.n
-            FROM unnest($1::bigint[], $2::int[], $3::courier.job_state[], $4::float8[], $5::int[],
-                        $6::text[], $7::bigint[], $8::bigint[], $9::text[], $11::boolean[],
-                        $12::int[], $13::text[], $14::boolean[])
-                WITH ORDINALITY
-                AS o(id, attempt, state, delay_ms, status, error, started_us, finished_us, excerpt, spent,
-                     postponed, signal, in_process, n)
+            -- The arrays are unnested side by side in a select list: in FROM, each array would be
+            -- its own function scan whose rows are first copied into a store of their own. The
+            -- place is counted by row_number: generate_subscripts would make the planner expect
+            -- a thousand outcomes and scan every job for them.
+            FROM (SELECT a.*, row_number() OVER () AS n
+                  FROM (SELECT unnest($1::bigint[]) AS id, unnest($2::int[]) AS attempt,
+                         unnest($3::courier.job_state[]) AS state, unnest($4::float8[]) AS delay_ms,
+                         unnest($5::int[]) AS status, unnest($6::text[]) AS error,
+                         unnest($7::bigint[]) AS started_us, unnest($8::bigint[]) AS finished_us,
+                         unnest($9::text[]) AS excerpt, unnest($11::boolean[]) AS spent,
+                         unnest($12::int[]) AS postponed, unnest($13::text[]) AS signal,
+                         unnest($14::boolean[]) AS in_process) a) o
         ),
         updated AS (
             UPDATE courier.jobs j
