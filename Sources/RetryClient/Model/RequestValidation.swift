@@ -78,7 +78,9 @@ public enum RequestValidation {
 
     /// Throws unless `method` is a token of at most `limits.maximumMethodBytes` bytes.
     public static func validate(method: String, limits: RequestLimits = .init()) throws {
-        let bytes = Array(method.utf8)
+        // Read in place, as the header fields are: a copy of the bytes was two allocations
+        // per delivery (the method is checked by the deliverer and again by the transport).
+        let bytes = method.utf8
         guard !bytes.isEmpty else {
             throw RequestValidationError(field: .method, message: "is empty")
         }
@@ -86,7 +88,7 @@ public enum RequestValidation {
             throw RequestValidationError(
                 field: .method, message: "is longer than \(limits.maximumMethodBytes) bytes")
         }
-        guard bytes.allSatisfy(isTokenByte) else {
+        guard everyByte(of: method, isTokenByte) else {
             throw RequestValidationError(
                 field: .method, message: "\(printable(method)) is not an HTTP token (no spaces, CR, LF or separators)")
         }
