@@ -85,6 +85,11 @@ struct WorkerCommand: ParsableCommand {
     @Option(name: .customLong("connect-timeout"), help: "Connect timeout of one request (default 10s).")
     var connectTimeout: String?
 
+    @Option(
+        name: .customLong("max-connections"),
+        help: "Connections to receivers open at once over all hosts, idle or busy; the least recently used idle one is closed past it (default \(HTTPDelivererConfiguration().maximumConnections)).")
+    var maxConnections: Int?
+
     @Flag(name: .customLong("allow-private-targets"), help: "Allow deliveries to private, loopback and link-local addresses.")
     var allowPrivateTargets = false
 
@@ -207,6 +212,7 @@ struct WorkerCommand: ParsableCommand {
         http.secretsKey = secretsKey
         http.allowPrivateTargets = allowPrivateTargets || env["COURIER_ALLOW_PRIVATE_TARGETS"] == "true"
         http.maximumConnectionsPerHost = config.perHostLimit
+        if let v = try integer(maxConnections, "MAX_CONNECTIONS", "max-connections") { http.maximumConnections = v }
         if !resolve.isEmpty {
             let entries = try resolve.map { text -> OverrideResolver.Entry in
                 guard let entry = OverrideResolver.Entry(text) else {
@@ -259,6 +265,13 @@ struct WorkerCommand: ParsableCommand {
         // Deferred first, so it runs last: the spans of the final deliveries are flushed.
         defer { tracing?.shutdown() }
         http.tracer = tracing?.tracer
+        let fitted = OpenFileLimit.apply(connections: http.maximumConnections)
+        http.maximumConnections = fitted.connections
+        switch fitted.note {
+        case let note? where note.isWarning: logger.warning("\(note.message)")
+        case let note?: logger.info("\(note.message)")
+        case nil: break
+        }
         let deliverer = HTTPDeliverer(configuration: http, logger: logger)
         defer { deliverer.shutdown() }
         let pool = WorkerPool(
