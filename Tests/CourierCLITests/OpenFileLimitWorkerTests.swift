@@ -37,7 +37,7 @@ final class OpenFileLimitWorkerTests: CLITestCase {
         let limits = try String(contentsOfFile: "/proc/\(process.processIdentifier)/limits", encoding: .utf8)
         let line = limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }.map(String.init) ?? limits
         let fields = line.split(separator: " ").map(String.init)
-        XCTAssertEqual(Array(fields.suffix(3)), ["3256", "8192", "files"], line)
+        XCTAssertEqual(Array(fields.suffix(3)), ["3064", "8192", "files"], line)
         kill(process.processIdentifier, SIGTERM)
         waitForExit(process)
         XCTAssertEqual(process.terminationStatus, 0)

@@ -10,33 +10,33 @@ final class OpenFileLimitTests: XCTestCase {
         XCTAssertEqual(plan, .init(raiseSoftLimitTo: nil, connections: 2_048, requested: 2_048))
         XCTAssertFalse(plan.shrunk)
         // Exactly enough: the budget and the reserve.
-        XCTAssertNil(OpenFileLimit.plan(connections: 2_048, soft: 2_304, hard: 2_304).raiseSoftLimitTo)
+        XCTAssertNil(OpenFileLimit.plan(connections: 2_048, soft: 2_112, hard: 2_112).raiseSoftLimitTo)
     }
 
     func testTheSoftLimitIsRaisedAsFarAsTheBudgetNeeds() {
         // A shell's 1,024 under a hard limit of 524,288 (systemd's default for services).
         XCTAssertEqual(
             OpenFileLimit.plan(connections: 2_048, soft: 1_024, hard: 524_288),
-            .init(raiseSoftLimitTo: 2_304, connections: 2_048, requested: 2_048))
+            .init(raiseSoftLimitTo: 2_112, connections: 2_048, requested: 2_048))
         // No hard limit at all (RLIM_INFINITY).
         XCTAssertEqual(
             OpenFileLimit.plan(connections: 10_000, soft: 1_024, hard: UInt64.max),
-            .init(raiseSoftLimitTo: 10_256, connections: 10_000, requested: 10_000))
+            .init(raiseSoftLimitTo: 10_064, connections: 10_000, requested: 10_000))
         // Exactly enough under the hard limit.
         XCTAssertEqual(
-            OpenFileLimit.plan(connections: 2_048, soft: 1_024, hard: 2_304),
-            .init(raiseSoftLimitTo: 2_304, connections: 2_048, requested: 2_048))
+            OpenFileLimit.plan(connections: 2_048, soft: 1_024, hard: 2_112),
+            .init(raiseSoftLimitTo: 2_112, connections: 2_048, requested: 2_048))
     }
 
     func testAHardLimitBelowTheBudgetShrinksIt() {
-        // Soft and hard 1,024: nothing to raise, 768 connections and 256 for the rest.
+        // Soft and hard 1,024: nothing to raise, 960 connections and 64 for the rest.
         let plan = OpenFileLimit.plan(connections: 2_048, soft: 1_024, hard: 1_024)
-        XCTAssertEqual(plan, .init(raiseSoftLimitTo: nil, connections: 768, requested: 2_048))
+        XCTAssertEqual(plan, .init(raiseSoftLimitTo: nil, connections: 960, requested: 2_048))
         XCTAssertTrue(plan.shrunk)
         // Raised to the hard limit, and still short.
         XCTAssertEqual(
             OpenFileLimit.plan(connections: 2_048, soft: 1_024, hard: 2_000),
-            .init(raiseSoftLimitTo: 2_000, connections: 1_744, requested: 2_048))
+            .init(raiseSoftLimitTo: 2_000, connections: 1_936, requested: 2_048))
         // A tiny limit keeps a quarter for the rest, and at least one connection.
         XCTAssertEqual(
             OpenFileLimit.plan(connections: 2_048, soft: 64, hard: 64),
@@ -53,14 +53,14 @@ final class OpenFileLimitTests: XCTestCase {
     }
 
     func testTheNotesSayWhatWasDoneAndWhatToDo() {
-        let raised = OpenFileLimit.Note.raised(from: 1_024, to: 2_304, connections: 2_048)
+        let raised = OpenFileLimit.Note.raised(from: 1_024, to: 2_112, connections: 2_048)
         XCTAssertFalse(raised.isWarning)
         XCTAssertEqual(
             raised.message,
-            "raised the open-file limit from 1024 to 2304 for 2048 receiver connections and 256 others")
-        let shrunk = OpenFileLimit.Note.shrunk(limit: 1_024, hard: 1_024, connections: 768, asked: 2_048)
+            "raised the open-file limit from 1024 to 2112 for 2048 receiver connections and 64 others")
+        let shrunk = OpenFileLimit.Note.shrunk(limit: 1_024, hard: 1_024, connections: 960, asked: 2_048)
         XCTAssertTrue(shrunk.isWarning)
-        XCTAssertTrue(shrunk.message.contains("holds 768 receiver connections, not the 2048"), shrunk.message)
-        XCTAssertTrue(shrunk.message.contains("to at least 2304, or lower --max-connections"), shrunk.message)
+        XCTAssertTrue(shrunk.message.contains("holds 960 receiver connections, not the 2048"), shrunk.message)
+        XCTAssertTrue(shrunk.message.contains("to at least 2112, or lower --max-connections"), shrunk.message)
     }
 }
