@@ -19,8 +19,8 @@ public struct HTTPDelivererConfiguration: Sendable {
     public var allowPrivateTargets: Bool = false
     /// Connections kept per host (default 32; match the per-host in-flight cap).
     public var maximumConnectionsPerHost: Int = 32
-    /// Connections open at once over all hosts, idle or busy (default 2,048); past it the
-    /// least recently used idle connection is closed (``PooledHTTPTransport``).
+    /// Connections open at once over all hosts, idle or busy (default 2,048); past it an idle
+    /// connection picked at random is closed (``PooledHTTPTransport``).
     public var maximumConnections: Int = 2_048
     /// A PEM file of certificate authorities trusted besides the system's (`--tls-ca-file`),
     /// for receivers with a private CA; nil (the default) trusts the system's only.

@@ -12,8 +12,8 @@ import Foundation
 /// retry, a failure towards its breaker) though the receiver did nothing wrong. So at start
 /// the soft limit is raised as far as the budget needs and the hard limit allows (the soft
 /// limit is the process's own to raise), and when the hard limit is still too low the budget
-/// shrinks to fit: idle connections are then closed least recently used first, and a request
-/// waits for a connection instead of failing.
+/// shrinks to fit: idle connections are then closed sooner to make room, and a request waits
+/// for a connection instead of failing.
 public enum OpenFileLimit {
     /// Descriptors kept for everything but receiver connections: the database connections, the
     /// event loops' own descriptors, the metrics listener, DNS look-ups, files read at start. A

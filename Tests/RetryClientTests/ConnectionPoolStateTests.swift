@@ -1,8 +1,8 @@
 @testable import RetryClient
 import XCTest
 
-/// The pool's decisions with no socket: the budget, least-recently-used eviction, waiting,
-/// idle expiry, per-host caps.
+/// The pool's decisions with no socket: the budget, random eviction of idle connections,
+/// waiting, idle expiry, per-host caps.
 final class ConnectionPoolStateTests: XCTestCase {
     private static let second: UInt64 = 1_000_000_000
 
@@ -10,8 +10,10 @@ final class ConnectionPoolStateTests: XCTestCase {
         PoolKey(secure: false, host: host, port: 80, address: address)
     }
 
-    private static func pool(budget: Int, perKey: Int = 32, idle: UInt64 = 60 * second) -> ConnectionPoolState {
-        ConnectionPoolState(limits: .init(maximumConnections: budget, maximumPerKey: perKey, idleTimeout: idle))
+    private static func pool(
+        budget: Int, perKey: Int = 32, idle: UInt64 = 60 * second, seed: UInt64 = 42
+    ) -> ConnectionPoolState {
+        ConnectionPoolState(limits: .init(maximumConnections: budget, maximumPerKey: perKey, idleTimeout: idle), seed: seed)
     }
 
     /// The id of a new connection, failing when the grant is anything else.
@@ -42,23 +44,61 @@ final class ConnectionPoolStateTests: XCTestCase {
         XCTAssertNotEqual(fresh, a)
     }
 
-    func testBudgetIsHeldByClosingTheLeastRecentlyUsedIdleConnection() {
-        var pool = Self.pool(budget: 3)
-        var ids: [String: Int] = [:]
-        for (n, host) in ["a", "b", "c"].enumerated() {
-            ids[host] = Self.created(pool.acquire(Self.key(host), waiter: n, allowReuse: true, now: UInt64(n)))
+    func testBudgetIsHeldByClosingAnIdleConnectionNeverABusyOne() {
+        var closedFirst: Set<Int> = []
+        for seed in UInt64(0)..<64 {
+            var pool = Self.pool(budget: 3, seed: seed)
+            var ids: [String: Int] = [:]
+            for (n, host) in ["a", "b", "c"].enumerated() {
+                ids[host] = Self.created(pool.acquire(Self.key(host), waiter: n, allowReuse: true, now: UInt64(n)))
+            }
+            for (n, host) in ["b", "a", "c"].enumerated() { _ = pool.release(ids[host]!, reusable: true, now: 10 + UInt64(n)) }
+            // a is in use again: only b and c may go.
+            XCTAssertEqual(pool.acquire(Self.key("a"), waiter: 5, allowReuse: true, now: 20).grant, .reuse(ids["a"]!))
+            let d = pool.acquire(Self.key("d"), waiter: 6, allowReuse: true, now: 21)
+            XCTAssertNotNil(d.grant)
+            XCTAssertEqual(d.close.count, 1)
+            XCTAssertTrue([ids["b"]!, ids["c"]!].contains(d.close[0]), "closed \(d.close), a is busy")
+            closedFirst.insert(d.close[0])
+            XCTAssertEqual(pool.openCount, 3)
+            XCTAssertEqual(pool.idleCount, 1)
+            // Then the other one; then nothing idle is left, and e waits.
+            let e = pool.acquire(Self.key("e"), waiter: 7, allowReuse: true, now: 22)
+            XCTAssertEqual(Set(d.close + e.close), [ids["b"]!, ids["c"]!])
+            XCTAssertEqual(pool.idleCount, 0)
+            XCTAssertNil(pool.acquire(Self.key("f"), waiter: 8, allowReuse: true, now: 23).grant)
+            XCTAssertEqual(pool.openCount, 3)
         }
-        // Released in the order b, a, c: b is the least recently used.
-        for (n, host) in ["b", "a", "c"].enumerated() { _ = pool.release(ids[host]!, reusable: true, now: 10 + UInt64(n)) }
-        // a is used again, so b stays the oldest idle one.
-        XCTAssertEqual(pool.acquire(Self.key("a"), waiter: 5, allowReuse: true, now: 20).grant, .reuse(ids["a"]!))
-        let d = pool.acquire(Self.key("d"), waiter: 6, allowReuse: true, now: 21)
-        XCTAssertNotNil(d.grant)
-        XCTAssertEqual(d.close, [ids["b"]!])
-        XCTAssertEqual(pool.openCount, 3)
-        // Next to go is c, then nothing idle is left but a, which is busy... until released.
-        XCTAssertEqual(pool.acquire(Self.key("e"), waiter: 7, allowReuse: true, now: 22).close, [ids["c"]!])
-        XCTAssertEqual(pool.openCount, 3)
+        XCTAssertEqual(closedFirst.count, 2, "the pick is not always the same connection")
+    }
+
+    /// More hosts taking turns than the budget holds (a fan-out to every endpoint): the least
+    /// recently used connection would always be the next one wanted, so every request would
+    /// open a new connection; picked at random, most connections are reused.
+    func testHostsTakingTurnsBeyondTheBudgetStillReuseMostConnections() {
+        var pool = Self.pool(budget: 96)
+        var reused = 0
+        var created = 0
+        var now: UInt64 = 0
+        for round in 0..<50 {
+            for host in 0..<100 {
+                now += 1
+                let acquired = pool.acquire(Self.key("h\(host)"), waiter: Int(now), allowReuse: true, now: now)
+                guard let grant = acquired.grant else { return XCTFail("waited with idle connections to close") }
+                switch grant {
+                case .reuse(let id):
+                    if round > 0 { reused += 1 }
+                    _ = pool.release(id, reusable: true, now: now)
+                case .create(let id):
+                    if round > 0 { created += 1 }
+                    _ = pool.release(id, reusable: true, now: now)
+                }
+                XCTAssertLessThanOrEqual(pool.openCount, 96)
+                XCTAssertEqual(pool.idleCount, pool.openCount)
+            }
+        }
+        // 96 connections for 100 hosts: about nine in ten requests reuse one (none with LRU).
+        XCTAssertGreaterThan(Double(reused) / Double(reused + created), 0.8, "reused \(reused), created \(created)")
     }
 
     func testAtTheBudgetWithEveryConnectionBusyARequestWaitsAndGetsTheFirstOneReleased() {
@@ -182,8 +222,8 @@ final class ConnectionPoolStateTests: XCTestCase {
             XCTAssertEqual(pool.acquire(Self.key("hot"), waiter: n + 2, allowReuse: true, now: UInt64(n)).grant, .reuse(hot))
         }
         XCTAssertLessThanOrEqual(pool.idleOrderLength, 2 * pool.openCount + 1_025)
-        // The old connection is still the least recently used one.
-        _ = pool.release(hot, reusable: true, now: 20_000)
-        XCTAssertEqual(pool.acquire(Self.key("new"), waiter: -1, allowReuse: true, now: 20_001).close, [old])
+        // The old connection is still the oldest idle one: it is the first to expire.
+        XCTAssertEqual(pool.expire(now: 60 * Self.second).close, [old])
+        XCTAssertEqual(pool.idleCount, 0)
     }
 }

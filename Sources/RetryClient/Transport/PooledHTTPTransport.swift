@@ -9,8 +9,8 @@ import NIOSSL
 /// every host, sized for webhooks to thousands of receivers.
 ///
 /// Connections are pooled per (scheme, host, port, checked address) under one budget of
-/// ``Configuration/maximumConnections`` over all hosts; at the budget the least recently used
-/// idle connection is closed to make room, and when all are busy a request waits for one. All
+/// ``Configuration/maximumConnections`` over all hosts; at the budget an idle connection picked
+/// at random is closed to make room, and when all are busy a request waits for one. All
 /// connections share one event loop group (NIO's singleton) and one TLS context; there is no
 /// client object per host, so a thousand receivers cost a thousand sockets, not a thousand
 /// clients.
