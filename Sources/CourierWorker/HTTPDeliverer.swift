@@ -129,6 +129,14 @@ public final class HTTPDeliverer: Deliverer, Sendable {
         try? ownedTransport?.syncShutdown()
     }
 
+    /// The pooled transport's connections; nil for a transport of another kind.
+    public var connections: ConnectionStatistics? {
+        guard let pooled = ownedTransport ?? (transport as? PooledHTTPTransport) else { return nil }
+        let counts = pooled.connectionCounts
+        return ConnectionStatistics(
+            open: counts.open, idle: counts.idle, waiting: counts.waiting, evicted: pooled.connectionsEvicted)
+    }
+
     public func deliver(_ job: ClaimedJob) async -> Delivery {
         guard let tracer = configuration.tracer else {
             return await send(job, traceparent: AttemptTracing.forwarded(job))

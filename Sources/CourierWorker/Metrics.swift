@@ -29,6 +29,14 @@ public final class WorkerMetrics: @unchecked Sendable {
         "courier_destinations_disabled": "Destinations disabled by an operator or a 410 Gone.",
         "courier_destinations_running": "Jobs running at all destinations, across every worker.",
         "courier_endpoints_disabled": "Webhook endpoints disabled, by an operator or by their health.",
+        "courier_http_connections_open":
+            "Connections to receivers open or being opened, idle or busy, within --max-connections (refreshed every maintenance pass).",
+        "courier_http_connections_idle": "Idle connections to receivers, kept for reuse (refreshed every maintenance pass).",
+        "courier_http_connections_waiting":
+            "Requests waiting for a connection because every one is busy at --max-connections (refreshed every maintenance pass).",
+        "courier_http_connections_evicted_total":
+            "Idle connections closed to make room for another host's under --max-connections; "
+            + "steady growth means more hosts are in use than the budget holds.",
         "courier_endpoint_breakers_open":
             "Endpoints (webhook endpoints, or plain-job URLs without the query) whose own circuit breaker is open or half-open.",
     ]
@@ -48,9 +56,12 @@ public final class WorkerMetrics: @unchecked Sendable {
     /// Bytes of large bodies held within the body budget, and deliveries waiting for room.
     let bodyBytesHeld = Meter(label: "courier_body_budget_bytes_held")
     let bodyWaiting = Meter(label: "courier_body_budget_waiting")
+    /// Idle connections closed under the connection budget (from the deliverer's running count).
+    let connectionsEvicted = Counter(label: "courier_http_connections_evicted_total")
 
     private let lock = NSLock()
     private var written = 0
+    private var evictedSeen = 0
     private var tallies = OutcomeTally()
     private var knownQueues: Set<String> = []
     private var claimedByQueue: [String: Counter] = [:]
@@ -157,6 +168,19 @@ public final class WorkerMetrics: @unchecked Sendable {
         Gauge(label: "courier_destinations_running").record(health.running)
         Gauge(label: "courier_endpoints_disabled").record(health.endpointsDisabled)
         Gauge(label: "courier_endpoint_breakers_open").record(health.endpointBreakersOpen)
+    }
+
+    /// Publishes the deliverer's connections: open, idle and waiting now, and the evictions
+    /// since the last reading added to their counter.
+    func recordConnections(_ connections: ConnectionStatistics) {
+        Gauge(label: "courier_http_connections_open").record(connections.open)
+        Gauge(label: "courier_http_connections_idle").record(connections.idle)
+        Gauge(label: "courier_http_connections_waiting").record(connections.waiting)
+        let added = lock.withLock { () -> Int in
+            defer { evictedSeen = max(evictedSeen, connections.evicted) }
+            return max(0, connections.evicted - evictedSeen)
+        }
+        if added > 0 { connectionsEvicted.increment(by: added) }
     }
 
     /// Publishes per-queue due depth and the age of the oldest due job; queues that no longer

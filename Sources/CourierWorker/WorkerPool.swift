@@ -26,6 +26,7 @@ public final class WorkerPool: @unchecked Sendable {
     private let metrics: WorkerMetrics
     private let connect: @Sendable (String) throws -> PostgresConnection
     private let secretsKey: SecretsKey?
+    private let deliverer: any Deliverer
 
     private let listenerQueue = DispatchQueue(label: "courier.listener")
     private let maintenanceQueue = DispatchQueue(label: "courier.maintenance")
@@ -46,6 +47,7 @@ public final class WorkerPool: @unchecked Sendable {
     ) {
         self.databaseURL = databaseURL
         self.secretsKey = secretsKey
+        self.deliverer = deliverer
         self.configuration = configuration
         self.logger = logger
         let metrics = WorkerMetrics()
@@ -236,6 +238,8 @@ public final class WorkerPool: @unchecked Sendable {
             return
         }
         var delay = configuration.maintenanceInterval
+        // The deliverer's connections need no database: read even when the pass below fails.
+        if let connections = deliverer.connections { metrics.recordConnections(connections) }
         do {
             if maintenance.connection == nil { maintenance.connection = try connect("courier-maintenance") }
             let connection = maintenance.connection!

@@ -67,6 +67,21 @@ final class MetricsScrapeTests: CLITestCase {
         BenchMetrics.get(port: port, path: "/metrics")
     }
 
+    /// A real worker on `queue` serving its metrics on a free port, with `extra` flags.
+    private func startWorker(queue: String, _ extra: [String] = []) throws -> (Process, Int) {
+        let port = try ThrowawayCluster.freePort()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CourierBinary.path)
+        process.arguments = [
+            "worker", "--database-url", databaseURL, "--queues", queue, "--allow-private-targets",
+            "--poll-interval", "100ms", "--log-level", "error", "--metrics-address", "127.0.0.1:\(port)",
+        ] + extra
+        process.standardError = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        return (process, port)
+    }
+
     func testEveryMetricHasHelpAndDeliveriesCarryQueueOutcomeAndStatusClass() async throws {
         let sink = try await HTTPSink.start { request in
             request.path == "/bad" ? .respond(status: 404) : .respond(status: 200)
@@ -81,16 +96,7 @@ final class MetricsScrapeTests: CLITestCase {
             INSERT INTO courier.endpoints (url, event_types, disabled_at, disabled_reason)
             VALUES ('https://gone.example/hook', '{*}', now(), 'the customer left')
             """)
-        let port = try ThrowawayCluster.freePort()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CourierBinary.path)
-        process.arguments = [
-            "worker", "--database-url", databaseURL, "--queues", "scraped", "--allow-private-targets",
-            "--poll-interval", "100ms", "--log-level", "error", "--metrics-address", "127.0.0.1:\(port)",
-        ]
-        process.standardError = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let (process, port) = try startWorker(queue: "scraped")
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 
         var parsed: Parsed?
@@ -123,6 +129,47 @@ final class MetricsScrapeTests: CLITestCase {
         XCTAssertEqual(families.first { $0.name == "courier_endpoints_disabled" }?.samples.first?.value, 1)
         for gauge in ["courier_destinations_breaker_open", "courier_destinations_disabled", "courier_destinations_running"] {
             XCTAssertEqual(families.first { $0.name == gauge }?.samples.first?.value, 0, gauge)
+        }
+    }
+
+    /// The connection gauges and the evictions counter, from a worker whose budget of one
+    /// connection serves two hosts taking turns: each job after the first closes the other
+    /// host's idle connection.
+    func testConnectionMetricsShowTheBudgetAndItsEvictions() async throws {
+        let sink = try await HTTPSink.start { _ in .respond(status: 200) }
+        defer { Task { await sink.shutdown() } }
+        for host in ["a", "b", "a", "b"] {
+            _ = try connection.query(
+                "SELECT courier.enqueue(url => $1, payload => '{}', queue => 'pooled')",
+                ["http://\(host).localhost:\(sink.port)/"])
+        }
+        let (process, port) = try startWorker(
+            queue: "pooled", ["--resolve", "*.localhost=127.0.0.1", "--concurrency", "1", "--max-connections", "1"])
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+
+        // The gauges are read every maintenance pass (5 s): wait for one after the four jobs.
+        func value(_ families: [Parsed.Family], _ name: String) -> Double? {
+            families.first { $0.name == name }?.samples.first?.value
+        }
+        var families: [Parsed.Family] = []
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if let text = scrape(port) {
+                families = try parse(text).families
+                if value(families, "courier_http_connections_evicted") == 3 { break }
+            }
+            try await Task.sleep(nanoseconds: 200_000_000)
+        }
+        let delivered = try connection.query(
+            "SELECT count(*) FROM courier.jobs WHERE queue = 'pooled' AND state = 'succeeded'")[0].decode(0, as: Int.self)
+        XCTAssertEqual(delivered, 4)
+        XCTAssertEqual(value(families, "courier_http_connections_evicted"), 3, "\(families.map(\.name))")
+        XCTAssertEqual(families.first { $0.name == "courier_http_connections_evicted" }?.type, "counter")
+        XCTAssertEqual(value(families, "courier_http_connections_open"), 1)
+        XCTAssertEqual(value(families, "courier_http_connections_idle"), 1)
+        XCTAssertEqual(value(families, "courier_http_connections_waiting"), 0)
+        for name in ["courier_http_connections_open", "courier_http_connections_idle", "courier_http_connections_waiting"] {
+            XCTAssertFalse(families.first { $0.name == name }?.help.isEmpty ?? true, "\(name) has no # HELP")
         }
     }
 

@@ -66,6 +66,7 @@ final class ConnectionPoolStateTests: XCTestCase {
             let e = pool.acquire(Self.key("e"), waiter: 7, allowReuse: true, now: 22)
             XCTAssertEqual(Set(d.close + e.close), [ids["b"]!, ids["c"]!])
             XCTAssertEqual(pool.idleCount, 0)
+            XCTAssertEqual(pool.evictions, 2)
             XCTAssertNil(pool.acquire(Self.key("f"), waiter: 8, allowReuse: true, now: 23).grant)
             XCTAssertEqual(pool.openCount, 3)
         }
@@ -98,6 +99,7 @@ final class ConnectionPoolStateTests: XCTestCase {
             }
         }
         // 96 connections for 100 hosts: about nine in ten requests reuse one (none with LRU).
+        XCTAssertEqual(pool.evictions, created + 4, "every connection past the first 96 took an idle one's place")
         XCTAssertGreaterThan(Double(reused) / Double(reused + created), 0.8, "reused \(reused), created \(created)")
     }
 

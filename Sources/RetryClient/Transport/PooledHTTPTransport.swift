@@ -112,6 +112,11 @@ public final class PooledHTTPTransport: HTTPTransport {
     /// (for tests and metrics).
     public var connectionCounts: (open: Int, idle: Int, waiting: Int) { pool.counts }
 
+    /// Idle connections closed to make room for another host's under
+    /// ``Configuration/maximumConnections``, since the transport began: when it keeps growing,
+    /// the budget is smaller than the hosts in use, and connections are opened again and again.
+    public var connectionsEvicted: Int { pool.evictions }
+
     /// Closes idle connections and refuses further requests; busy connections close when their
     /// request ends.
     public func shutdown() async throws {

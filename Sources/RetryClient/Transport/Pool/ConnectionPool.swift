@@ -75,6 +75,9 @@ final class ConnectionPool: @unchecked Sendable {
         lock.withLock { (state.openCount, state.idleCount, state.waitingCount) }
     }
 
+    /// Idle connections closed to make room under the budget, since the pool began.
+    var evictions: Int { lock.withLock { state.evictions } }
+
     /// A connection for `key`: an idle one unless `allowReuse` is false, else a new one
     /// (opened within `connectTimeout`), waiting while the budget is taken by busy connections.
     /// Cancelling the calling task ends the wait.

@@ -88,6 +88,8 @@ struct ConnectionPoolState {
     private var nextID = 0
     private var nextStamp: UInt64 = 0
     private(set) var isShutDown = false
+    /// Idle connections closed to make room under the budget, since the pool began.
+    private(set) var evictions = 0
 
     /// A pool within `limits`; `seed` starts the generator of the evictions' random picks.
     init(limits: Limits, seed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
@@ -218,6 +220,7 @@ struct ConnectionPoolState {
             guard let victim = randomIdle() else { return nil }
             removeEntry(victim)
             close.append(victim)
+            evictions += 1
         }
         nextID += 1
         entries[nextID] = Entry(key: key, phase: .busy)
