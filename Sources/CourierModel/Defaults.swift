@@ -43,6 +43,10 @@ public enum Defaults {
     /// The time allowed for one request, response head and excerpt included: 30 s.
     public static let totalTimeout: Duration = .seconds(30)
 
+    /// Connections to receivers open at once over all hosts, idle or busy: 2,048 (a connection
+    /// each for two thousand receivers; `courier worker --max-connections`).
+    public static let maximumConnections = 2_048
+
     /// Request bodies up to this size travel with the claim: 64 KiB. A larger body stays in
     /// PostgreSQL until its delivery has room in the worker's body budget, then is read alone.
     public static let inlineBodyBytes = 65_536

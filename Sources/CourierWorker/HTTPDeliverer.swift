@@ -21,7 +21,7 @@ public struct HTTPDelivererConfiguration: Sendable {
     public var maximumConnectionsPerHost: Int = 32
     /// Connections open at once over all hosts, idle or busy (default 2,048); past it an idle
     /// connection picked at random is closed (``PooledHTTPTransport``).
-    public var maximumConnections: Int = 2_048
+    public var maximumConnections: Int = Defaults.maximumConnections
     /// A PEM file of certificate authorities trusted besides the system's (`--tls-ca-file`),
     /// for receivers with a private CA; nil (the default) trusts the system's only.
     public var trustedCAFile: String?

@@ -51,14 +51,14 @@ public enum OpenFileLimit {
     private static let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
 
     /// The process's soft and hard open-file limits.
-    public static func current() -> (soft: UInt64, hard: UInt64)? {
+    private static func current() -> (soft: UInt64, hard: UInt64)? {
         var limits = rlimit()
         guard getrlimit(resource, &limits) == 0 else { return nil }
         return (UInt64(limits.rlim_cur), UInt64(limits.rlim_max))
     }
 
     /// Sets the soft open-file limit to `soft`, keeping the hard one; false when refused.
-    public static func setSoftLimit(_ soft: UInt64, hard: UInt64) -> Bool {
+    private static func setSoftLimit(_ soft: UInt64, hard: UInt64) -> Bool {
         var limits = rlimit(rlim_cur: rlim_t(soft), rlim_max: rlim_t(hard))
         return setrlimit(resource, &limits) == 0
     }

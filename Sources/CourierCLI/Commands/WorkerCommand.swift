@@ -87,7 +87,7 @@ struct WorkerCommand: ParsableCommand {
 
     @Option(
         name: .customLong("max-connections"),
-        help: "Connections to receivers open at once over all hosts, idle or busy; past it an idle one is closed to make room (default \(HTTPDelivererConfiguration().maximumConnections)).")
+        help: "Connections to receivers open at once over all hosts, idle or busy; past it an idle one is closed to make room (default \(Defaults.maximumConnections)).")
     var maxConnections: Int?
 
     @Flag(name: .customLong("allow-private-targets"), help: "Allow deliveries to private, loopback and link-local addresses.")

@@ -38,7 +38,7 @@ public final class PooledHTTPTransport: HTTPTransport {
         public var maximumExcerptBytes: Int = Defaults.maximumExcerptBytes
         /// Connections open at once over all hosts, idle or busy. Default 2,048: a connection
         /// each for two thousand receivers, well below the worker unit's `LimitNOFILE`.
-        public var maximumConnections: Int = 2_048
+        public var maximumConnections: Int = Defaults.maximumConnections
         /// Connections open at once to one (host, address). Default 32.
         public var maximumConnectionsPerHost: Int = 32
         /// How long an idle connection is kept. Default 60 s.
