@@ -35,8 +35,7 @@ public enum OpenFileLimit {
     /// The plan for a budget of `connections` under a soft limit `soft` and a hard limit
     /// `hard` (`RLIM_INFINITY` for none). Pure.
     public static func plan(connections: Int, soft: UInt64, hard: UInt64) -> Plan {
-        let asked = UInt64(max(1, connections))
-        let needed = asked.addingReportingOverflow(reserved).overflow ? UInt64.max : asked + reserved
+        let needed = descriptors(for: connections)
         if soft >= needed { return Plan(raiseSoftLimitTo: nil, connections: connections, requested: connections) }
         let limit = min(hard, needed)
         let raise = limit > soft ? limit : nil
@@ -45,6 +44,12 @@ public enum OpenFileLimit {
         let keep = min(reserved, limit / 4)
         let fits = Int(clamping: max(1, limit - keep))
         return Plan(raiseSoftLimitTo: raise, connections: min(connections, fits), requested: connections)
+    }
+
+    /// The descriptors a budget of `connections` needs: one each, and ``reserved`` for the rest.
+    static func descriptors(for connections: Int) -> UInt64 {
+        let asked = UInt64(max(1, connections))
+        return asked.addingReportingOverflow(reserved).overflow ? UInt64.max : asked + reserved
     }
 
     /// `RLIMIT_NOFILE` as `getrlimit` and `setrlimit` take it.
@@ -105,7 +110,7 @@ public enum OpenFileLimit {
             case .shrunk(let limit, let hard, let connections, let asked):
                 return "the open-file limit (\(limit), hard limit \(hard)) holds \(connections) receiver connections, not the \(asked) of --max-connections: "
                     + "idle connections are closed sooner and requests may wait for one; raise the hard limit (LimitNOFILE= in the unit, ulimit -Hn) "
-                    + "to at least \(UInt64(max(1, asked)) + OpenFileLimit.reserved), or lower --max-connections"
+                    + "to at least \(OpenFileLimit.descriptors(for: asked)), or lower --max-connections"
             }
         }
     }
